@@ -1,0 +1,32 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings shared by every target: Swift 6 language mode is the default for this tools version;
+/// these upcoming features keep imports and existentials explicit.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Deferred",
+    // `Synchronization` (the atomics of the core) needs these releases on Apple platforms.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Deferred", targets: ["Deferred"]),
+        .library(name: "DeferredExecutors", targets: ["DeferredExecutors"]),
+        .executable(name: "deferred-demo", targets: ["DeferredDemo"]),
+    ],
+    targets: [
+        .target(name: "Deferred", swiftSettings: swiftSettings),
+        .target(name: "DeferredExecutors", dependencies: ["Deferred"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "DeferredDemo",
+            dependencies: ["Deferred", "DeferredExecutors"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "DeferredTests", dependencies: ["Deferred"], swiftSettings: swiftSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

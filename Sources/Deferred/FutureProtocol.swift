@@ -1,0 +1,76 @@
+public import Dispatch
+
+/// The read side of a value that is not known yet: wait for it, look at it, or ask to be
+/// called with it.
+///
+/// A future is filled at most once. Every reader sees the same value, and every handler
+/// added with ``upon(_:execute:)`` runs exactly once, on the executor it names, after the
+/// value is known, whether it was added before or after the fill.
+///
+/// ``Deferred`` is the future you fill; ``Future`` is the read-only view you hand out.
+/// Conform your own types to add new kinds of futures: implement the three requirements and
+/// every combinator (`map`, `andThen`, `allFilled`, ...) works with them.
+///
+/// Values are `Sendable` because a future shares one value with handlers on any number of
+/// executors; futures are `Sendable` so that any thread may read them.
+public protocol FutureProtocol<Value>: Sendable, CustomDebugStringConvertible, CustomReflectable {
+    /// The type of the value.
+    associatedtype Value: Sendable
+
+    /// Calls `body` with the value, on `executor`, once the future is filled.
+    ///
+    /// If the value is already there, `body` is submitted to `executor` at once (on
+    /// ``ImmediateExecutor`` it runs before `upon` returns). `body` and everything it
+    /// captures are released right after it runs, or, if the future can never be filled
+    /// any more, when the future is released.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs. See ``Executor``.
+    ///   - body: Called exactly once with the value.
+    func upon(_ executor: some Executor, execute body: @escaping @Sendable (Value) -> Void)
+
+    /// Returns the value if the future is filled, or `nil` at once if it is not.
+    func peek() -> Value?
+
+    /// Blocks the calling thread until the future is filled or `time` passes.
+    ///
+    /// A deadline in the past returns `nil` at once without blocking. Never wait on the
+    /// executor that must fill the value (for example the serial queue whose work fills it):
+    /// the wait would block that work and only end at the deadline.
+    ///
+    /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
+    /// - Returns: The value, or `nil` if `time` passed first.
+    func wait(until time: DispatchTime) -> Value?
+}
+
+extension FutureProtocol {
+    /// Calls `body` with the value on a global concurrent Dispatch queue once the future is
+    /// filled.
+    ///
+    /// Use ``upon(_:execute:)`` to choose where `body` runs.
+    ///
+    /// - Parameter body: Called exactly once with the value.
+    @inlinable
+    public func upon(execute body: @escaping @Sendable (Value) -> Void) {
+        upon(DispatchQueue.global(), execute: body)
+    }
+
+    /// Whether the future has a value.
+    @inlinable
+    public var isFilled: Bool {
+        peek() != nil
+    }
+
+    /// Blocks until the future is filled or `time` passes, by way of ``upon(_:execute:)``.
+    ///
+    /// This default implementation suits any future; it returns at once when the value is
+    /// already there or the deadline has passed.
+    ///
+    /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
+    /// - Returns: The value, or `nil` if `time` passed first.
+    public func wait(until time: DispatchTime) -> Value? {
+        blockingWait(until: time, peek: peek) { signal in
+            upon(ImmediateExecutor.shared) { _ in signal() }
+        }
+    }
+}

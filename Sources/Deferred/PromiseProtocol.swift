@@ -1,0 +1,52 @@
+/// The write side of a value that is not known yet: decide it, once.
+///
+/// ``Deferred`` is the promise of this library. Keep it private to the code that produces the
+/// value and hand out a read-only ``Future``.
+public protocol PromiseProtocol<Value>: Sendable {
+    /// The type of the value.
+    associatedtype Value: Sendable
+
+    /// Creates an unfilled promise.
+    init()
+
+    /// Whether the promise has been filled.
+    var isFilled: Bool { get }
+
+    /// Fills the promise with `value` unless it is filled already.
+    ///
+    /// Of any number of racing calls exactly one returns `true`, and every reader sees its
+    /// value. A call that returns `false` changes nothing.
+    ///
+    /// - Parameter value: The value to deliver to every reader.
+    /// - Returns: `true` if this call filled the promise, `false` if it was already filled.
+    @discardableResult
+    func fill(with value: Value) -> Bool
+}
+
+extension PromiseProtocol {
+    /// Fills the promise with `value`, stopping the program if it is already filled.
+    ///
+    /// Use it where a second fill would be a logic error. The trap names the promise's type
+    /// and the call site, in debug and release builds alike.
+    ///
+    /// - Parameters:
+    ///   - value: The value to deliver to every reader.
+    ///   - file: The file named in the trap message; the caller's by default.
+    ///   - line: The line named in the trap message; the caller's by default.
+    public func mustFill(with value: Value, file: StaticString = #fileID, line: UInt = #line) {
+        if !fill(with: value) {
+            fatalError(
+                "\(Self.self) was already filled; mustFill(with:) called at \(file):\(line)", file: file, line: line)
+        }
+    }
+}
+
+extension PromiseProtocol where Value == Void {
+    /// Fills a promise that carries no value, signalling that the event happened.
+    ///
+    /// - Returns: `true` if this call filled the promise, `false` if it was already filled.
+    @discardableResult
+    public func fill() -> Bool {
+        fill(with: ())
+    }
+}

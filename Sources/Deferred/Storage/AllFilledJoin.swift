@@ -1,0 +1,50 @@
+public import Synchronization
+
+/// Collects the values of several futures, by position, and fills one storage with the array
+/// once the last of them arrives.
+///
+/// `@unchecked Sendable` is sound because each slot is written once, by the one handler run
+/// of the future at that position, and the slots are read only by the arrival that brings
+/// `remaining` to zero; the acquiring-and-releasing decrement orders every write before
+/// that read.
+@usableFromInline
+internal final class AllFilledJoin<Value: Sendable>: ChainNode, @unchecked Sendable {
+    /// The storage of the joined future.
+    @usableFromInline
+    internal let result = DeferredStorage<[Value]>()
+
+    /// How many futures have not delivered yet.
+    @usableFromInline
+    internal let remaining: Atomic<Int>
+
+    /// One slot per future, `nil` until it delivers.
+    @usableFromInline
+    internal let slots: UnsafeMutableBufferPointer<Value?>
+
+    @inlinable
+    internal init(count: Int) {
+        remaining = Atomic(count)
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    /// Stores the value of the future at `index`; the last arrival fills the result.
+    @inlinable
+    internal func arrive(at index: Int, with value: Value, in queue: inout DrainQueue) {
+        slots[index] = value
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            let values = slots.indices.map { slots[$0].take().unsafelyUnwrapped }
+            _ = result.resolve(values, in: &queue)
+        }
+    }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+        nodes.append(result)
+    }
+}

@@ -1,0 +1,56 @@
+/// The storage of a future made by `andThen`: it runs `start` with the source's value, then
+/// follows the future that `start` returns.
+///
+/// `step` is written once in `init` and taken once, by the single run of the source's handler.
+@usableFromInline
+internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: DeferredStorage<Inner.Value>,
+    @unchecked Sendable
+{
+    /// Where and how to start the next future; dropped once used.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var step: (executor: any Executor, start: @Sendable (Input) -> Inner)?
+
+    @inlinable
+    internal init(executor: any Executor, start: @escaping @Sendable (Input) -> Inner) {
+        step = (executor, start)
+        super.init()
+    }
+
+    /// The link step that the source's handler runs.
+    @inlinable
+    internal static func receive(_ node: ChainNode, _ input: Input, _ queue: inout DrainQueue) {
+        unsafeDowncast(node, to: AndThenStorage.self).receive(input, in: &queue)
+    }
+
+    @inlinable
+    internal func receive(_ input: Input, in queue: inout DrainQueue) {
+        guard let (executor, start) = step.take() else {
+            return
+        }
+        if executor.runsInPlace {
+            follow(start(input), in: &queue)
+        } else {
+            executor.submit { [self] in
+                var queue = DrainQueue()
+                follow(start(input), in: &queue)
+                queue.drain()
+            }
+        }
+    }
+}
+
+extension DeferredStorage {
+    /// Fills this storage with `future`'s value once it has one.
+    @inlinable
+    internal final func follow<Source: FutureProtocol>(_ future: Source, in queue: inout DrainQueue)
+    where Source.Value == Value {
+        future.addLink(self, in: &queue, DeferredStorage.forward)
+    }
+
+    /// The link step that fills the storage `node` with `value`, unless it is filled already.
+    @inlinable
+    internal static func forward(_ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
+        _ = unsafeDowncast(node, to: DeferredStorage.self).resolve(value, in: &queue)
+    }
+}

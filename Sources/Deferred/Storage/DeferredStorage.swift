@@ -1,0 +1,267 @@
+public import Dispatch
+public import Synchronization
+
+/// The shared, lock-free heart of every unfilled ``Deferred``: a value slot, an inline slot
+/// for the first handler, and one atomic word (see ``StorageState``) that orders them.
+///
+/// The protocol, in short:
+/// - `fill` sets *fill claimed* with one atomic OR. The one caller that set it writes the
+///   value, then exchanges the word for *published*, which makes the value visible and hands
+///   it every handler added so far.
+/// - The first `upon` claims the inline slot with a compare-and-swap, writes the handler,
+///   then sets *first ready* with an atomic OR. If that OR finds the value published, the
+///   filler did not see the handler, so the registrant runs it. Exactly one of the two sees
+///   the other's bit, so the handler runs exactly once.
+/// - Later handlers are pushed as nodes onto a stack in the word. A push that finds the
+///   value published runs its handler instead.
+///
+/// `@unchecked Sendable` is sound because every field other than the atomic has at most one
+/// writer, ordered by the atomic: `value` is written once, by the caller that claimed the
+/// fill, before the releasing exchange that publishes it, and read only after an acquiring
+/// load sees *filled*. `firstHandler` is written by the registrant that claimed it before the
+/// releasing OR that sets *first ready*, and is then taken by exactly one party: the filler
+/// whose acquiring exchange saw *first ready*, the registrant whose acquiring OR saw
+/// *filled*, or the last owner in `deinit`. Overflow nodes are owned by one party at a time,
+/// handed over by the releasing push and the acquiring exchange.
+///
+/// Subclasses (``MapStorage``, ``AndThenStorage``) add the step that fills them, so a
+/// combinator costs one allocation.
+@usableFromInline
+internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable {
+    /// The state word; see ``StorageState``.
+    @usableFromInline
+    internal let state: Atomic<UInt>
+
+    /// The value, once `state` says *filled*.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal final var value: Value?
+
+    /// The first handler added before the fill, stored inline to save an allocation.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal final var firstHandler: Handler<Value>?
+
+    @inlinable
+    override internal init() {
+        state = Atomic(StorageState.initial.rawValue)
+        value = nil
+        firstHandler = nil
+    }
+
+    deinit {
+        let current = StorageState(rawValue: state.load(ordering: .acquiring))
+        if !current.isFilled && current.hasPendingHandlers {
+            var downstream: [ChainNode] = []
+            detachHandlers(current, to: &downstream)
+            ChainNode.releaseIteratively(&downstream)
+        }
+    }
+
+    // MARK: Reading
+
+    /// Whether the value is visible.
+    @inlinable
+    internal final var isFilled: Bool {
+        StorageState(rawValue: state.load(ordering: .acquiring)).isFilled
+    }
+
+    /// The value, if it is visible.
+    @inlinable
+    internal final func peek() -> Value? {
+        StorageState(rawValue: state.load(ordering: .acquiring)).isFilled ? value : nil
+    }
+
+    /// Blocks until the value is visible or `time` passes.
+    @usableFromInline
+    internal final func wait(until time: DispatchTime) -> Value? {
+        blockingWait(until: time, peek: peek) { signal in
+            add(.callback(ImmediateExecutor.shared, { _ in signal() }))
+        }
+    }
+
+    // MARK: Filling
+
+    /// Fills the storage unless it is filled already, then runs the pending handlers.
+    ///
+    /// A losing call returns only once the winning value is visible, so `peek()` after a
+    /// `false` result never returns `nil`.
+    @inlinable
+    internal final func fill(_ newValue: Value) -> Bool {
+        var queue = DrainQueue()
+        guard resolve(newValue, in: &queue) else {
+            awaitPublication()
+            return false
+        }
+        queue.drain()
+        return true
+    }
+
+    /// Fills the storage unless a fill has claimed it, and returns whether this call filled it.
+    ///
+    /// The pending handlers run through `queue`.
+    @inlinable
+    internal final func resolve(_ newValue: Value, in queue: inout DrainQueue) -> Bool {
+        let before = StorageState(
+            rawValue: state.bitwiseOr(StorageState.fillClaimedBit, ordering: .relaxed).oldValue
+        )
+        guard !before.isFillClaimed else {
+            return false
+        }
+        value = newValue
+        let taken = StorageState(
+            rawValue: state.exchange(StorageState.published.rawValue, ordering: .acquiringAndReleasing)
+        )
+        if taken.hasPendingHandlers {
+            queue.runHandlers(of: self, taken: taken)
+        }
+        return true
+    }
+
+    /// Runs the handlers a fill took out of the state word.
+    ///
+    /// The inline handler runs first, then the overflow stack, oldest first. Each handler is
+    /// released right after it runs.
+    @inlinable
+    internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
+        let value = self.value.unsafelyUnwrapped
+        if taken.isFirstReady, let first = firstHandler.take() {
+            first.run(with: value, in: &queue)
+        }
+        var bits = HandlerNode<Value>.reversed(taken.overflowHead)
+        while bits != 0 {
+            let node = HandlerNode<Value>.takeRetained(bits)
+            bits = node.next
+            node.handler.run(with: value, in: &queue)
+        }
+    }
+
+    /// Runs the handlers of the parked storage `node`; see ``DrainQueue``.
+    @inlinable
+    internal static func runParked(_ node: ChainNode, _ taken: StorageState, _ queue: inout DrainQueue) {
+        unsafeDowncast(node, to: DeferredStorage.self).runHandlers(taken, in: &queue)
+    }
+
+    /// Waits for the fill that beat this caller to make its value visible.
+    ///
+    /// The winner is a few instructions from publishing, so this spins briefly before it blocks.
+    @usableFromInline
+    internal final func awaitPublication() {
+        var spins = 0
+        while !isFilled {
+            guard spins < 64 else {
+                _ = wait(until: .distantFuture)
+                return
+            }
+            spins += 1
+        }
+    }
+
+    // MARK: Adding handlers
+
+    /// Calls `body` with the value on `executor` once the storage is filled.
+    @inlinable
+    internal final func upon<E: Executor>(_ executor: E, execute body: @escaping @Sendable (Value) -> Void) {
+        if let value = peek() {
+            executor.run(body, with: value)
+        } else {
+            add(.callback(executor, body))
+        }
+    }
+
+    /// Adds `handler`, running it at once if the value is already visible.
+    @inlinable
+    internal final func add(_ handler: Handler<Value>) {
+        var queue = DrainQueue()
+        add(handler, in: &queue)
+        queue.drain()
+    }
+
+    /// Adds `handler`; if the value is already visible, runs it through `queue` instead.
+    @inlinable
+    internal final func add(_ handler: Handler<Value>, in queue: inout DrainQueue) {
+        var observed = StorageState(rawValue: state.load(ordering: .acquiring))
+        while true {
+            switch observed.registration {
+            case .runNow:
+                handler.run(with: value.unsafelyUnwrapped, in: &queue)
+                return
+            case .claimFirst(let claimed):
+                let (exchanged, original) = state.compareExchange(
+                    expected: observed.rawValue,
+                    desired: claimed.rawValue,
+                    successOrdering: .relaxed,
+                    failureOrdering: .acquiring
+                )
+                guard exchanged else {
+                    observed = StorageState(rawValue: original)
+                    continue
+                }
+                firstHandler = handler
+                let before = StorageState(
+                    rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
+                )
+                if before.isFilled, let handler = firstHandler.take() {
+                    handler.run(with: value.unsafelyUnwrapped, in: &queue)
+                }
+                return
+            case .pushOverflow:
+                pushOverflow(handler, observed: observed, in: &queue)
+                return
+            }
+        }
+    }
+
+    /// Pushes `handler` onto the overflow stack, or runs it if the value becomes visible first.
+    @inlinable
+    internal final func pushOverflow(_ handler: Handler<Value>, observed: StorageState, in queue: inout DrainQueue) {
+        let node = HandlerNode(handler)
+        let bits = HandlerNode.retainedBits(of: node)
+        var observed = observed
+        while !observed.isFilled {
+            node.next = observed.overflowHead
+            let (exchanged, original) = state.compareExchange(
+                expected: observed.rawValue,
+                desired: observed.pushing(bits).rawValue,
+                successOrdering: .releasing,
+                failureOrdering: .acquiring
+            )
+            if exchanged {
+                return
+            }
+            observed = StorageState(rawValue: original)
+        }
+        _ = HandlerNode<Value>.takeRetained(bits)
+        handler.run(with: value.unsafelyUnwrapped, in: &queue)
+    }
+
+    // MARK: Releasing
+
+    @usableFromInline
+    override internal final func detachDownstream(to nodes: inout [ChainNode]) {
+        let current = StorageState(rawValue: state.load(ordering: .acquiring))
+        if !current.isFilled && current.hasPendingHandlers {
+            detachHandlers(current, to: &nodes)
+        }
+    }
+
+    /// Drops every handler that never ran, moving the nodes they continue into `nodes`.
+    ///
+    /// Only the last owner of an unfilled storage calls this, so nothing races with it.
+    @usableFromInline
+    internal final func detachHandlers(_ current: StorageState, to nodes: inout [ChainNode]) {
+        if let node = firstHandler.take()?.linkedNode {
+            nodes.append(node)
+        }
+        var bits = current.overflowHead
+        while bits != 0 {
+            let node = HandlerNode<Value>.takeRetained(bits)
+            bits = node.next
+            if let linked = node.handler.linkedNode {
+                nodes.append(linked)
+            }
+        }
+        let flags = StorageState.fillClaimedBit | StorageState.filledBit | StorageState.firstClaimedBit
+        state.store(current.rawValue & flags, ordering: .relaxed)
+    }
+}

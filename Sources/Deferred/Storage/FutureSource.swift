@@ -1,0 +1,111 @@
+public import Dispatch
+
+/// What a ``Future`` or ``Deferred`` reads from.
+@usableFromInline
+internal enum FutureSource<Value: Sendable>: Sendable {
+    /// A lock-free storage that is filled at most once.
+    case storage(DeferredStorage<Value>)
+    /// A value known from the start; costs no allocation.
+    case filled(Value)
+    /// Nothing, ever.
+    case never
+    /// Another kind of future, type-erased.
+    case erased(AnyFutureBox<Value>)
+
+    @inlinable
+    internal func upon<E: Executor>(_ executor: E, execute body: @escaping @Sendable (Value) -> Void) {
+        switch self {
+        case .storage(let storage):
+            storage.upon(executor, execute: body)
+        case .filled(let value):
+            executor.run(body, with: value)
+        case .never:
+            break  // The body can never run; dropping it releases its captures now.
+        case .erased(let box):
+            box.base.upon(executor, execute: body)
+        }
+    }
+
+    @inlinable
+    internal func peek() -> Value? {
+        switch self {
+        case .storage(let storage): storage.peek()
+        case .filled(let value): value
+        case .never: nil
+        case .erased(let box): box.base.peek()
+        }
+    }
+
+    @inlinable
+    internal var isFilled: Bool {
+        switch self {
+        case .storage(let storage): storage.isFilled
+        case .filled: true
+        case .never: false
+        case .erased(let box): box.base.isFilled
+        }
+    }
+
+    @inlinable
+    internal func wait(until time: DispatchTime) -> Value? {
+        switch self {
+        case .storage(let storage): storage.wait(until: time)
+        case .filled(let value): value
+        case .never: blockingWait(until: time, peek: { nil }, notify: { _ in })
+        case .erased(let box): box.base.wait(until: time)
+        }
+    }
+
+    @inlinable
+    internal func addLink(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Value, inout DrainQueue) -> Void
+    ) {
+        switch self {
+        case .storage(let storage):
+            storage.add(.link(node, step), in: &queue)
+        case .filled(let value):
+            step(node, value, &queue)
+        case .never:
+            break
+        case .erased(let box):
+            box.base.addLink(node, in: &queue, step)
+        }
+    }
+}
+
+/// A type-erased future of any other kind.
+@usableFromInline
+internal final class AnyFutureBox<Value: Sendable>: Sendable {
+    @usableFromInline
+    internal let base: any FutureProtocol<Value>
+
+    @inlinable
+    internal init(_ base: any FutureProtocol<Value>) {
+        self.base = base
+    }
+}
+
+extension FutureProtocol {
+    /// Adds a combinator's link step, taking the lock-free path when this future is backed by
+    /// the library's storage and an `upon` callback otherwise.
+    @inlinable
+    internal func addLink(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Value, inout DrainQueue) -> Void
+    ) {
+        if let future = self as? Future<Value> {
+            future.source.addLink(node, in: &queue, step)
+        } else if let deferred = self as? Deferred<Value> {
+            deferred.source.addLink(node, in: &queue, step)
+        } else {
+            upon(ImmediateExecutor.shared) { value in
+                var queue = DrainQueue()
+                step(node, value, &queue)
+                queue.drain()
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// Code waiting for a storage's value.
+@usableFromInline
+internal enum Handler<Value: Sendable> {
+    /// A callback added with `upon`: submitted to its executor, or run in place on the
+    /// immediate executor.
+    case callback(any Executor, @Sendable (Value) -> Void)
+
+    /// A step of one of the library's combinators. `node` is what the step continues (the
+    /// storage it fills, or a join), kept here so that releasing an unfilled chain can walk
+    /// it without recursion. `step` receives the node, the value and the running drain queue,
+    /// so whatever it completes runs in the caller's drain loop rather than a nested call.
+    case link(ChainNode, @Sendable (ChainNode, Value, inout DrainQueue) -> Void)
+
+    /// Runs this handler with the filled value.
+    @inlinable
+    internal func run(with value: Value, in queue: inout DrainQueue) {
+        switch self {
+        case .callback(let executor, let body):
+            executor.run(body, with: value)
+        case .link(let node, let step):
+            step(node, value, &queue)
+        }
+    }
+
+    /// The chain node this handler continues, if it is a link.
+    @inlinable
+    internal var linkedNode: ChainNode? {
+        if case .link(let node, _) = self { node } else { nil }
+    }
+}
+
+/// A handler added after the inline slot was taken: one node of a stack that the storage's
+/// state word points to, newest first.
+///
+/// Nodes are linked by address bits and retained manually, so releasing a long stack is a
+/// loop, never a recursion. Only whoever owns the stack (the registrant before its push, the
+/// filler after taking it, or the last owner of the storage) touches a node.
+@usableFromInline
+internal final class HandlerNode<Value: Sendable> {
+    @usableFromInline
+    internal let handler: Handler<Value>
+
+    /// The address bits of the next older node, which this node retains, or zero.
+    @usableFromInline
+    internal var next: UInt
+
+    @inlinable
+    internal init(_ handler: Handler<Value>) {
+        self.handler = handler
+        self.next = 0
+    }
+
+    /// Retains `node` and returns its address bits for the state word.
+    @inlinable
+    internal static func retainedBits(of node: HandlerNode) -> UInt {
+        UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
+    }
+
+    /// Takes back the reference that ``retainedBits(of:)`` gave out.
+    @inlinable
+    internal static func takeRetained(_ bits: UInt) -> HandlerNode {
+        Unmanaged<HandlerNode>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeRetainedValue()
+    }
+
+    /// Reverses the stack that starts at `head` (newest first) in place and returns the new
+    /// head (oldest first), so handlers run in the order they were added.
+    @inlinable
+    internal static func reversed(_ head: UInt) -> UInt {
+        var reversed: UInt = 0
+        var bits = head
+        while bits != 0 {
+            let node = Unmanaged<HandlerNode>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+                .takeUnretainedValue()
+            let next = node.next
+            node.next = reversed
+            reversed = bits
+            bits = next
+        }
+        return reversed
+    }
+}

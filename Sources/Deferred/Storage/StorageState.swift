@@ -1,0 +1,94 @@
+/// The decoded state word of a ``DeferredStorage``: the pure half of the lock-free protocol.
+///
+/// One machine word holds everything the protocol needs:
+///
+/// | bits  | meaning                                                             |
+/// |-------|---------------------------------------------------------------------|
+/// | 0     | *fill claimed*: one `fill` won the right to write the value          |
+/// | 1     | *filled*: the value is written and visible to every reader           |
+/// | 2     | *first claimed*: one registrant owns the inline handler slot         |
+/// | 3     | *first ready*: that registrant has written the inline handler        |
+/// | 4–63  | address of the newest overflow handler node, or zero                 |
+///
+/// This type only computes. ``DeferredStorage`` performs the atomic operations and asks this
+/// type what each party must do next, so every decision is testable without threads.
+@frozen
+@usableFromInline
+internal struct StorageState: Equatable, Sendable {
+    /// The raw state word.
+    @usableFromInline
+    internal var rawValue: UInt
+
+    @inlinable
+    internal init(rawValue: UInt) {
+        self.rawValue = rawValue
+    }
+
+    @inlinable internal static var fillClaimedBit: UInt { 1 }
+    @inlinable internal static var filledBit: UInt { 2 }
+    @inlinable internal static var firstClaimedBit: UInt { 4 }
+    @inlinable internal static var firstReadyBit: UInt { 8 }
+    @inlinable internal static var flagBits: UInt { 15 }
+
+    /// A new storage: no value, no handlers.
+    @inlinable
+    internal static var initial: StorageState { StorageState(rawValue: 0) }
+
+    /// The state a fill stores once the value is written.
+    ///
+    /// Handlers are never added to a storage in this state; they run at once instead.
+    @inlinable
+    internal static var published: StorageState { StorageState(rawValue: fillClaimedBit | filledBit) }
+
+    /// Whether a `fill` has won the right to write the value (it may not be visible yet).
+    @inlinable
+    internal var isFillClaimed: Bool { rawValue & Self.fillClaimedBit != 0 }
+
+    /// Whether the value is written and may be read.
+    @inlinable
+    internal var isFilled: Bool { rawValue & Self.filledBit != 0 }
+
+    /// Whether a registrant owns the inline handler slot.
+    @inlinable
+    internal var isFirstClaimed: Bool { rawValue & Self.firstClaimedBit != 0 }
+
+    /// Whether the inline handler slot holds a handler that nobody has taken yet.
+    @inlinable
+    internal var isFirstReady: Bool { rawValue & Self.firstReadyBit != 0 }
+
+    /// The address bits of the newest overflow node, or zero if there is none.
+    @inlinable
+    internal var overflowHead: UInt { rawValue & ~Self.flagBits }
+
+    /// Whether a fill that replaced this state has handlers to run.
+    @inlinable
+    internal var hasPendingHandlers: Bool { isFirstReady || overflowHead != 0 }
+
+    /// This state with `node` (the address bits of a 16-byte aligned object) as the newest
+    /// overflow node.
+    @inlinable
+    internal func pushing(_ node: UInt) -> StorageState {
+        assert(node & Self.flagBits == 0, "overflow nodes must be 16-byte aligned")
+        return StorageState(rawValue: (rawValue & Self.flagBits) | node)
+    }
+
+    /// What a registrant that observed this state does with its handler.
+    @inlinable
+    internal var registration: Registration {
+        if isFilled { return .runNow }
+        if !isFirstClaimed { return .claimFirst(StorageState(rawValue: rawValue | Self.firstClaimedBit)) }
+        return .pushOverflow
+    }
+
+    /// The next step for a handler that is being added.
+    @frozen
+    @usableFromInline
+    internal enum Registration: Equatable {
+        /// The value is visible: run the handler now instead of storing it.
+        case runNow
+        /// Try to own the inline slot by moving to the given state.
+        case claimFirst(StorageState)
+        /// The inline slot is taken: push a node onto the overflow stack.
+        case pushOverflow
+    }
+}

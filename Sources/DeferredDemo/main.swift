@@ -1,0 +1,38 @@
+import Deferred
+import Dispatch
+import Foundation
+
+// `deferred-demo`: realistic uses of Deferred, each printed with timings.
+// Run `swift run deferred-demo` for all scenarios, or name one: `swift run deferred-demo service`.
+
+let scenarios: [Scenario] = [
+    Scenario(
+        name: "service",
+        summary: "a service vends read-only futures that its private Deferreds fill",
+        run: runServiceScenario
+    ),
+    Scenario(
+        name: "pipeline",
+        summary: "map, andThen and every turn one future into others, on chosen executors",
+        run: runPipelineScenario
+    ),
+]
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+    print("usage: deferred-demo [scenario ...]\n\nScenarios (all run when none is named):")
+    for scenario in scenarios {
+        print("  \(scenario.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(scenario.summary)")
+    }
+} else {
+    let unknown = arguments.filter { name in !scenarios.contains { $0.name == name } }
+    guard unknown.isEmpty else {
+        print("deferred-demo: unknown scenario \(unknown.joined(separator: ", ")); try --help")
+        exit(2)
+    }
+    for scenario in scenarios where arguments.isEmpty || arguments.contains(scenario.name) {
+        print("== \(scenario.name): \(scenario.summary)")
+        scenario.run()
+        print()
+    }
+}

@@ -1,0 +1,42 @@
+import Deferred
+import Dispatch
+import Testing
+
+@Suite struct IgnoringFutureTests {
+    @Test func anIgnoringFutureIsFilledWhenItsBaseIs() {
+        let deferred = Deferred<Int>()
+        let ignored = deferred.ignored()
+        #expect(ignored.peek() == nil)
+        #expect(!ignored.isFilled)
+        let ran = Counter()
+        ignored.upon(.immediate) { ran.increment() }
+        deferred.fill(with: 1)
+        #expect(ran.value == 1)
+        #expect(ignored.peek() != nil)
+        #expect(ignored.isFilled)
+        #expect(ignored.wait(until: .now()) != nil)
+    }
+
+    @Test func anIgnoringFutureWaitsForItsBase() {
+        let ignored = IgnoringFuture(Deferred<Int>())
+        #expect(ignored.wait(until: .now() + 0.01) == nil)
+        #expect(IgnoringFuture(Future(value: 1)).wait(until: .now() - 1) != nil)
+    }
+
+    @Test func ignoringTwiceGivesTheSameView() {
+        let deferred = Deferred<String>()
+        let once: IgnoringFuture<Deferred<String>> = deferred.ignored()
+        let twice: IgnoringFuture<Deferred<String>> = once.ignored()
+        deferred.fill(with: "done")
+        #expect(twice.isFilled)
+        #expect(twice.base.peek() == "done")
+    }
+
+    @Test func anIgnoringFutureCanBeErased() {
+        let deferred = Deferred<Int>()
+        let done: Future<Void> = deferred.ignored().eraseToFuture()
+        #expect(!done.isFilled)
+        deferred.fill(with: 1)
+        #expect(done.isFilled)
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+
+@testable import Deferred
+
+/// Representation checks that the public API cannot observe directly.
+@Suite struct RepresentationTests {
+    @Test func wrappingAFutureOrDeferredSharesItsStorage() throws {
+        let deferred = Deferred<Int>()
+        guard case .storage(let original) = deferred.source else {
+            Issue.record("an unfilled deferred has storage")
+            return
+        }
+        for wrapped in [
+            Future(deferred), Future(Future(deferred)), Future(deferred.eraseToFuture()), deferred.eraseToFuture(),
+        ] {
+            guard case .storage(let storage) = wrapped.source else {
+                Issue.record("wrapping lost the storage")
+                continue
+            }
+            #expect(storage === original)
+        }
+    }
+
+    @Test func filledAndNeverFuturesNeedNoStorage() {
+        guard case .filled(1) = Future(value: 1).source else {
+            Issue.record("Future(value:) should be stored inline")
+            return
+        }
+        guard case .filled(2) = Deferred(filledWith: 2).source else {
+            Issue.record("Deferred(filledWith:) should be stored inline")
+            return
+        }
+        guard case .never = Future<Int>.never.source else {
+            Issue.record("Future.never should need no storage")
+            return
+        }
+    }
+
+    @Test func derivedFuturesDoNotKeepTheirSourceAlive() {
+        weak var weakSource: DeferredStorage<Int>?
+        var derived: [Future<Int>] = []
+        do {
+            let source = Deferred<Int>()
+            if case .storage(let storage) = source.source {
+                weakSource = storage
+            }
+            derived.append(source.map(upon: .immediate) { $0 })
+            derived.append(source.andThen(upon: .immediate) { Future(value: $0) })
+            derived.append([source].allFilled().map(upon: .immediate) { $0[0] })
+            derived.append([source].firstFilled())
+            derived.append(source.and(source).map(upon: .immediate) { $0.0 })
+        }
+        #expect(weakSource == nil, "a derived future kept its source alive")
+        #expect(derived.allSatisfy { !$0.isFilled })
+    }
+}

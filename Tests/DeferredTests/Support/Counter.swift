@@ -1,0 +1,46 @@
+import Synchronization
+
+/// A thread-safe counter for exactly-once checks.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// The current count.
+    var value: Int {
+        count.load(ordering: .acquiring)
+    }
+
+    /// Adds one and returns the count before.
+    @discardableResult
+    func increment() -> Int {
+        count.add(1, ordering: .acquiringAndReleasing).oldValue
+    }
+}
+
+/// Records the order in which numbered events happen, from any threads, with atomics only.
+final class OrderRecorder: Sendable {
+    private let sequence = Counter()
+    private let positions: [Slot]
+
+    private final class Slot: Sendable {
+        let position = Atomic<Int>(-1)
+    }
+
+    /// Creates a recorder for events `0..<count`.
+    init(count: Int) {
+        positions = (0..<count).map { _ in Slot() }
+    }
+
+    /// Records that event `index` happened now.
+    func record(_ index: Int) {
+        positions[index].position.store(sequence.increment(), ordering: .releasing)
+    }
+
+    /// The events that happened, in the order they happened.
+    var order: [Int] {
+        positions.indices
+            .map { (event: $0, position: positions[$0].position.load(ordering: .acquiring)) }
+            .filter { $0.position >= 0 }
+            .sorted { $0.position < $1.position }
+            .map(\.event)
+    }
+}
