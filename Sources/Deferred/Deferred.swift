@@ -32,7 +32,7 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     /// Creates an unfilled deferred.
     @inlinable
     public init() {
-        source = .storage(DeferredStorage())
+        source = .storage(Storage())
     }
 
     /// Creates a deferred that is already filled with `value`.

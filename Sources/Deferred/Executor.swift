@@ -37,9 +37,11 @@ extension Executor where Self == ImmediateExecutor {
 extension Executor {
     /// Whether this executor is the ``ImmediateExecutor``, whose bodies the library runs in
     /// place instead of submitting them.
+    ///
+    /// Decided at compile time wherever the executor's type is known.
     @inlinable
     internal var runsInPlace: Bool {
-        ObjectIdentifier(type(of: self)) == ObjectIdentifier(ImmediateExecutor.self)
+        Self.self == ImmediateExecutor.self
     }
 }
 

@@ -26,7 +26,7 @@ extension FutureProtocol {
         if executor.runsInPlace, let value = peek() {
             return Future(start(value))
         }
-        let next = AndThenStorage(executor: executor, start: start)
+        let next = AndThenStorage(executor: executor.runsInPlace ? nil : executor, start: start)
         var queue = DrainQueue()
         addLink(next, in: &queue, AndThenStorage<Value, NextFuture>.receive)
         queue.drain()

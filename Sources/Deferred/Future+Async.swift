@@ -16,7 +16,7 @@ extension Future {
         upon executor: some Executor = DispatchQueue.global(),
         execute work: @escaping @Sendable () -> Value
     ) -> Future<Value> {
-        let storage = DeferredStorage<Value>()
+        let storage = Storage<Value>()
         executor.submit {
             _ = storage.fill(work())
         }

@@ -42,12 +42,12 @@ extension Sequence where Element: FutureProtocol {
     /// - Returns: A read-only future of the first value delivered.
     @inlinable
     public func firstFilled() -> Future<Element.Value> {
-        let first = DeferredStorage<Element.Value>()
+        let first = Storage<Element.Value>()
         var queue = DrainQueue()
         var isEmpty = true
         for future in self {
             isEmpty = false
-            future.addLink(first, in: &queue, DeferredStorage<Element.Value>.forward)
+            future.addLink(first, in: &queue, Storage<Element.Value>.forward)
             if first.isFilled {
                 break
             }

@@ -21,7 +21,7 @@ extension FutureProtocol {
         if executor.runsInPlace, let value = peek() {
             return Future(value: transform(value))
         }
-        let mapped = MapStorage(executor: executor, transform: transform)
+        let mapped = MapStorage(executor: executor.runsInPlace ? nil : executor, transform: transform)
         var queue = DrainQueue()
         addLink(mapped, in: &queue, MapStorage<Value, NewValue>.receive)
         queue.drain()

@@ -24,7 +24,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     }
 
     @inlinable
-    internal init(storage: DeferredStorage<Value>) {
+    internal init(storage: Storage<Value>) {
         source = .storage(storage)
     }
 

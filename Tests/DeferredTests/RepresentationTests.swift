@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func derivedFuturesDoNotKeepTheirSourceAlive() {
-        weak var weakSource: DeferredStorage<Int>?
+        weak var weakSource: Storage<Int>?
         var derived: [Future<Int>] = []
         do {
             let source = Deferred<Int>()

@@ -11,7 +11,7 @@ public import Synchronization
 internal final class AllFilledJoin<Value: Sendable>: ChainNode, @unchecked Sendable {
     /// The storage of the joined future.
     @usableFromInline
-    internal let result = DeferredStorage<[Value]>()
+    internal let result = Storage<[Value]>()
 
     /// How many futures have not delivered yet.
     @usableFromInline

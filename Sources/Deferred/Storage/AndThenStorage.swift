@@ -3,16 +3,18 @@
 ///
 /// `step` is written once in `init` and taken once, by the single run of the source's handler.
 @usableFromInline
-internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: DeferredStorage<Inner.Value>,
+internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: Storage<Inner.Value>,
     @unchecked Sendable
 {
     /// Where and how to start the next future; dropped once used.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var step: (executor: any Executor, start: @Sendable (Input) -> Inner)?
+    internal var step: (executor: (any Executor)?, start: @Sendable (Input) -> Inner)?
 
+    /// Creates the storage of `start` run on `executor`; `nil` stands for the immediate
+    /// executor.
     @inlinable
-    internal init(executor: any Executor, start: @escaping @Sendable (Input) -> Inner) {
+    internal init(executor: (any Executor)?, start: @escaping @Sendable (Input) -> Inner) {
         step = (executor, start)
         super.init()
     }
@@ -28,14 +30,14 @@ internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: Def
         guard let (executor, start) = step.take() else {
             return
         }
-        if executor.runsInPlace {
-            follow(start(input), in: &queue)
-        } else {
+        if let executor {
             executor.submit { [self] in
                 var queue = DrainQueue()
                 follow(start(input), in: &queue)
                 queue.drain()
             }
+        } else {
+            follow(start(input), in: &queue)
         }
     }
 }

@@ -27,15 +27,17 @@ public import Synchronization
 /// Subclasses (``MapStorage``, ``AndThenStorage``) add the step that fills them, so a
 /// combinator costs one allocation.
 @usableFromInline
-internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable {
+internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNode, @unchecked Sendable {
     /// The state word; see ``StorageState``.
     @usableFromInline
     internal let state: Atomic<UInt>
 
     /// The value, once `state` says *filled*.
+    ///
+    /// Its type is always `Value?`; see ``ValueSlot`` for why it is a generic parameter.
     @exclusivity(unchecked)
     @usableFromInline
-    internal final var value: Value?
+    internal final var value: Slot
 
     /// The first handler added before the fill, stored inline to save an allocation.
     @exclusivity(unchecked)
@@ -45,7 +47,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)
-        value = nil
+        value = .none
         firstHandler = nil
     }
 
@@ -69,14 +71,14 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
     /// The value, if it is visible.
     @inlinable
     internal final func peek() -> Value? {
-        StorageState(rawValue: state.load(ordering: .acquiring)).isFilled ? value : nil
+        StorageState(rawValue: state.load(ordering: .acquiring)).isFilled ? value.wrapped : nil
     }
 
     /// Blocks until the value is visible or `time` passes.
     @usableFromInline
     internal final func wait(until time: DispatchTime) -> Value? {
         blockingWait(until: time, peek: peek) { signal in
-            add(.callback(ImmediateExecutor.shared, { _ in signal() }))
+            add(Handler(ImmediateExecutor.shared) { _ in signal() })
         }
     }
 
@@ -108,7 +110,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
         guard !before.isFillClaimed else {
             return false
         }
-        value = newValue
+        value = Slot(newValue)
         let taken = StorageState(
             rawValue: state.exchange(StorageState.published.rawValue, ordering: .acquiringAndReleasing)
         )
@@ -124,7 +126,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
     /// released right after it runs.
     @inlinable
     internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
-        let value = self.value.unsafelyUnwrapped
+        let value = self.value.wrapped.unsafelyUnwrapped
         if taken.isFirstReady, let first = firstHandler.take() {
             first.run(with: value, in: &queue)
         }
@@ -144,17 +146,11 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
 
     /// Waits for the fill that beat this caller to make its value visible.
     ///
-    /// The winner is a few instructions from publishing, so this spins briefly before it blocks.
+    /// The winner is a few instructions from publishing, so the wait's initial polling almost
+    /// always sees the value before it would sleep.
     @usableFromInline
     internal final func awaitPublication() {
-        var spins = 0
-        while !isFilled {
-            guard spins < 64 else {
-                _ = wait(until: .distantFuture)
-                return
-            }
-            spins += 1
-        }
+        _ = wait(until: .distantFuture)
     }
 
     // MARK: Adding handlers
@@ -165,7 +161,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
         if let value = peek() {
             executor.run(body, with: value)
         } else {
-            add(.callback(executor, body))
+            add(Handler(executor, body))
         }
     }
 
@@ -184,7 +180,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
         while true {
             switch observed.registration {
             case .runNow:
-                handler.run(with: value.unsafelyUnwrapped, in: &queue)
+                handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
                 return
             case .claimFirst(let claimed):
                 let (exchanged, original) = state.compareExchange(
@@ -202,7 +198,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
                     rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
                 )
                 if before.isFilled, let handler = firstHandler.take() {
-                    handler.run(with: value.unsafelyUnwrapped, in: &queue)
+                    handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
                 }
                 return
             case .pushOverflow:
@@ -232,7 +228,7 @@ internal class DeferredStorage<Value: Sendable>: ChainNode, @unchecked Sendable 
             observed = StorageState(rawValue: original)
         }
         _ = HandlerNode<Value>.takeRetained(bits)
-        handler.run(with: value.unsafelyUnwrapped, in: &queue)
+        handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
     }
 
     // MARK: Releasing

@@ -12,9 +12,10 @@ internal struct DrainQueue {
     @usableFromInline
     internal var isRunning = false
 
-    /// Storages completed by running handlers, whose own handlers are still to run.
+    /// Storages completed by running handlers, whose own handlers are still to run; `nil`
+    /// until the first is parked, so that a plain fill touches no array.
     @usableFromInline
-    internal var parked: [ParkedHandlers] = []
+    internal var parked: [ParkedHandlers]? = nil
 
     @inlinable
     internal init() {}
@@ -22,9 +23,14 @@ internal struct DrainQueue {
     /// Runs the handlers `taken` from `storage`: now if nothing is running, else after the
     /// handlers that are running now.
     @inlinable
-    internal mutating func runHandlers<Value>(of storage: DeferredStorage<Value>, taken: StorageState) {
+    internal mutating func runHandlers<Value, Slot>(of storage: DeferredStorage<Value, Slot>, taken: StorageState) {
         if isRunning {
-            parked.append(ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value>.runParked))
+            let entry = ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value, Slot>.runParked)
+            if parked == nil {
+                parked = [entry]
+            } else {
+                parked!.append(entry)
+            }
         } else {
             isRunning = true
             storage.runHandlers(taken, in: &self)
@@ -35,7 +41,7 @@ internal struct DrainQueue {
     /// Runs every parked storage's handlers, and whatever those complete, before returning.
     @inlinable
     internal mutating func drain() {
-        if !parked.isEmpty {
+        if parked != nil {
             drainParked()
         }
     }
@@ -43,13 +49,15 @@ internal struct DrainQueue {
     @usableFromInline
     internal mutating func drainParked() {
         isRunning = true
-        var generation: [ParkedHandlers] = []
-        while !parked.isEmpty {
-            swap(&generation, &parked)
+        // Two arrays take turns: one is run while the other collects the next generation.
+        var spare: [ParkedHandlers]? = []
+        while var generation = parked.take(), !generation.isEmpty {
+            swap(&parked, &spare)
             for entry in generation {
                 entry.run(entry.storage, entry.taken, &self)
             }
             generation.removeAll(keepingCapacity: true)
+            spare = consume generation
         }
         isRunning = false
     }

@@ -4,7 +4,7 @@ public import Dispatch
 @usableFromInline
 internal enum FutureSource<Value: Sendable>: Sendable {
     /// A lock-free storage that is filled at most once.
-    case storage(DeferredStorage<Value>)
+    case storage(Storage<Value>)
     /// A value known from the start; costs no allocation.
     case filled(Value)
     /// Nothing, ever.

@@ -1,8 +1,12 @@
 /// Code waiting for a storage's value.
 @usableFromInline
 internal enum Handler<Value: Sendable> {
-    /// A callback added with `upon`: submitted to its executor, or run in place on the
-    /// immediate executor.
+    /// A callback added with `upon(.immediate)`: runs in place, in the drain loop. (The
+    /// executor is kept only so that every case starts with an object reference, which lets
+    /// the enum keep its tag in spare bits and stay 32 bytes.)
+    case immediate(ImmediateExecutor, @Sendable (Value) -> Void)
+
+    /// A callback added with `upon` on any other executor: submitted to it.
     case callback(any Executor, @Sendable (Value) -> Void)
 
     /// A step of one of the library's combinators. `node` is what the step continues (the
@@ -11,12 +15,24 @@ internal enum Handler<Value: Sendable> {
     /// so whatever it completes runs in the caller's drain loop rather than a nested call.
     case link(ChainNode, @Sendable (ChainNode, Value, inout DrainQueue) -> Void)
 
+    /// A callback that runs `body` on `executor`.
+    @inlinable
+    internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
+        if E.self == ImmediateExecutor.self {
+            self = .immediate(unsafeDowncast(executor, to: ImmediateExecutor.self), body)
+        } else {
+            self = .callback(executor, body)
+        }
+    }
+
     /// Runs this handler with the filled value.
     @inlinable
     internal func run(with value: Value, in queue: inout DrainQueue) {
         switch self {
+        case .immediate(_, let body):
+            body(value)
         case .callback(let executor, let body):
-            executor.run(body, with: value)
+            executor.submit { body(value) }
         case .link(let node, let step):
             step(node, value, &queue)
         }

@@ -6,14 +6,16 @@
 /// `step` is written once in `init` and taken once, by the single run of the source's handler,
 /// which the source's state word orders after the initialization.
 @usableFromInline
-internal final class MapStorage<Input: Sendable, Value: Sendable>: DeferredStorage<Value>, @unchecked Sendable {
+internal final class MapStorage<Input: Sendable, Value: Sendable>: Storage<Value>, @unchecked Sendable {
     /// Where and how to compute the value; dropped once used, so its captures are released.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var step: (executor: any Executor, transform: @Sendable (Input) -> Value)?
+    internal var step: (executor: (any Executor)?, transform: @Sendable (Input) -> Value)?
 
+    /// Creates the storage of `transform` run on `executor`; `nil` stands for the immediate
+    /// executor.
     @inlinable
-    internal init(executor: any Executor, transform: @escaping @Sendable (Input) -> Value) {
+    internal init(executor: (any Executor)?, transform: @escaping @Sendable (Input) -> Value) {
         step = (executor, transform)
         super.init()
     }
@@ -29,12 +31,12 @@ internal final class MapStorage<Input: Sendable, Value: Sendable>: DeferredStora
         guard let (executor, transform) = step.take() else {
             return
         }
-        if executor.runsInPlace {
-            _ = resolve(transform(input), in: &queue)
-        } else {
+        if let executor {
             executor.submit { [self] in
                 _ = fill(transform(input))
             }
+        } else {
+            _ = resolve(transform(input), in: &queue)
         }
     }
 }

@@ -1,0 +1,68 @@
+/// The implementations compared in every scenario.
+public enum Implementation: String, CaseIterable, Sendable {
+    /// This library.
+    case deferred = "Deferred"
+    /// swift-nio's `EventLoopPromise` and `EventLoopFuture`.
+    case nio = "NIO"
+    /// OpenCombine's `Future` with `sink`.
+    case combine = "OpenCombine"
+    /// Bare Swift Concurrency continuations.
+    case continuation = "Continuation"
+    /// The textbook future: a lock, an optional value and an array of callbacks.
+    case naive = "Naive"
+}
+
+/// What a scenario's figure counts per operation.
+public enum Unit: Sendable {
+    /// Nanoseconds per operation.
+    case nanoseconds
+    /// Microseconds per operation.
+    case microseconds
+    /// Heap bytes per operation (memory scenarios, not timed).
+    case bytes
+}
+
+/// A prepared run of one scenario for one implementation.
+///
+/// Setup is done, and `measured` performs exactly the work to time and count. Whatever it
+/// keeps alive is released when the trial is dropped, outside the measurement.
+public struct Trial {
+    /// The work to measure.
+    public let measured: () -> Void
+
+    /// Creates a trial that measures `measured`.
+    public init(_ measured: @escaping () -> Void) {
+        self.measured = measured
+    }
+}
+
+/// One of the benchmark scenarios S1–S9 of `shared/BENCHMARKS.md`.
+public struct Scenario: Sendable {
+    /// The scenario's id, `S1` to `S9`.
+    public let id: String
+    /// What it does, in a few words.
+    public let title: String
+    /// What one operation is: `op`, `handler`, `stage`, ...
+    public let operation: String
+    /// What the figure counts.
+    public let unit: Unit
+    /// How many operations a full run performs.
+    public let fullSize: Int
+    /// How many operations a quick run performs.
+    public let quickSize: Int
+    /// The trial makers, for the implementations that have this scenario.
+    public let trials: [Implementation: @Sendable (Int) -> Trial]
+
+    /// The operations per trial for a full or quick run.
+    public func size(quick: Bool) -> Int {
+        quick ? quickSize : fullSize
+    }
+}
+
+extension Scenario {
+    /// Every scenario, in order.
+    public static let all: [Scenario] = [
+        .createFillUpon, .createUponFill, .fanOut, .mapChain, .join,
+        .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory,
+    ]
+}

@@ -1,0 +1,77 @@
+import BenchmarkScenarios
+import Deferred
+import Dispatch
+
+/// An allocation budget that `--check` enforces: deterministic counts, not times.
+struct Budget {
+    /// What is counted.
+    let name: String
+    /// The most allocations (or bytes) per operation allowed.
+    let limit: Double
+    /// Measures the figure per operation.
+    let measure: () -> Double
+}
+
+/// How many operations each budget check performs.
+private let checkedOperations = 10_000
+
+/// Allocations per operation of `body`, run `checkedOperations` times.
+private func allocationsPerOperation(_ body: (Int) -> Void) -> Double {
+    let count = allocations {
+        for index in 0..<checkedOperations {
+            body(index)
+        }
+    }
+    return Double(count) / Double(checkedOperations)
+}
+
+/// The budgets, taken from the performance targets; `results` supplies the scenario figures.
+func budgets(_ results: [ScenarioResults]) -> [Budget] {
+    func scenario(_ id: String, _ figure: @escaping (Result) -> Double) -> () -> Double {
+        {
+            results.first { $0.scenario.id == id }?.results[.deferred].map(figure) ?? .infinity
+        }
+    }
+    return [
+        Budget(
+            name: "S1 create + fill + upon: allocations per op", limit: 1,
+            measure: scenario("S1", \.allocationsPerOperation)),
+        Budget(
+            name: "S2 create + upon + fill: allocations per op", limit: 2,
+            measure: scenario("S2", \.allocationsPerOperation)),
+        Budget(
+            name: "S9 unfilled future + 1 handler: bytes per future", limit: 96,
+            measure: scenario("S9", \.bytesPerOperation)),
+        Budget(name: "Future(value:) + upon(.immediate): allocations", limit: 0) {
+            allocationsPerOperation { Future(value: $0).upon(.immediate, execute: consume) }
+        },
+        Budget(name: "Deferred(filledWith:) + upon(.immediate): allocations", limit: 0) {
+            allocationsPerOperation { Deferred(filledWith: $0).upon(.immediate, execute: consume) }
+        },
+        Budget(name: "Future(deferred) of a filled deferred, then peek: allocations", limit: 0) {
+            allocationsPerOperation { consume(Future(Deferred(filledWith: $0)).peek() ?? 0) }
+        },
+        Budget(name: "every(per:) view, then peek: allocations", limit: 0) {
+            allocationsPerOperation { consume(Future(value: $0).every(per: negate).peek() ?? 0) }
+        },
+        Budget(name: "ignored() view, then peek: allocations", limit: 0) {
+            allocationsPerOperation { index in
+                if Future(value: index).ignored().peek() != nil {
+                    consume(index)
+                }
+            }
+        },
+        Budget(name: "map(upon: .immediate) of a filled future: allocations", limit: 0) {
+            allocationsPerOperation { consume(Future(value: $0).map(upon: .immediate, transform: negate).peek() ?? 0) }
+        },
+        Budget(name: "wait(until:) on a filled future: allocations", limit: 0) {
+            let filled = Future(value: 1)
+            return allocationsPerOperation { _ in consume(filled.wait(until: .distantFuture) ?? 0) }
+        },
+    ]
+}
+
+@Sendable
+private func negate(_ value: Int) -> Int {
+    -value
+}

@@ -1,0 +1,58 @@
+import BenchmarkScenarios
+
+/// The figures of one scenario for one implementation.
+struct Result: Sendable {
+    /// Time per operation of each timed run, in the scenario's unit.
+    var perOperation: [Double] = []
+    /// Allocations per operation, from the counting run.
+    var allocationsPerOperation: Double = 0
+    /// Heap bytes per operation, from the counting run.
+    var bytesPerOperation: Double = 0
+
+    /// The median time per operation.
+    var median: Double {
+        let sorted = perOperation.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// The fastest run's time per operation.
+    var minimum: Double {
+        perOperation.min() ?? .nan
+    }
+}
+
+/// Every figure of one scenario.
+struct ScenarioResults: Sendable {
+    let scenario: Scenario
+    let operations: Int
+    let results: [Implementation: Result]
+}
+
+extension Duration {
+    /// This duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension Unit {
+    /// How many of this unit a second holds.
+    var perSecond: Double {
+        switch self {
+        case .nanoseconds: 1e9
+        case .microseconds: 1e6
+        case .bytes: 1
+        }
+    }
+
+    /// The unit's symbol.
+    var symbol: String {
+        switch self {
+        case .nanoseconds: "ns"
+        case .microseconds: "µs"
+        case .bytes: "B"
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import BenchmarkScenarios
+
+/// Renders results as one Markdown table: a row per scenario, a column per implementation.
+///
+/// A timed cell reads `median (ratio to Deferred) · allocations per operation`; a memory
+/// cell reads `bytes per future · allocations per future`.
+func table(_ all: [ScenarioResults]) -> String {
+    let implementations = Implementation.allCases
+    var lines = [
+        "| scenario | " + implementations.map(\.rawValue).joined(separator: " | ") + " |",
+        "|---|" + implementations.map { _ in "---:|" }.joined(),
+    ]
+    for scenarioResults in all {
+        let scenario = scenarioResults.scenario
+        let ours = scenarioResults.results[.deferred]
+        let heading = "\(scenario.id) \(scenario.title) (\(scenario.unit.symbol)/\(scenario.operation))"
+        let cells = implementations.map { implementation -> String in
+            guard let result = scenarioResults.results[implementation] else {
+                return "—"
+            }
+            return cell(result, unit: scenario.unit, ours: ours, isOurs: implementation == .deferred)
+        }
+        lines.append("| \(heading) | " + cells.joined(separator: " | ") + " |")
+    }
+    return lines.joined(separator: "\n")
+}
+
+private func cell(_ result: Result, unit: Unit, ours: Result?, isOurs: Bool) -> String {
+    let allocations = "\(format(result.allocationsPerOperation)) alloc"
+    guard unit != .bytes else {
+        return "\(format(result.bytesPerOperation)) B · \(allocations)"
+    }
+    var text = format(result.median) + " " + unit.symbol
+    if !isOurs, let ours, ours.median > 0 {
+        text += " (\(format(result.median / ours.median))×)"
+    }
+    return text + " · " + allocations
+}
+
+/// Formats a figure with about three significant digits.
+func format(_ value: Double) -> String {
+    guard value.isFinite else {
+        return "?"
+    }
+    let magnitude = abs(value)
+    let digits = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : 2
+    var text = String(value.rounded(toPlaces: digits))
+    if text.hasSuffix(".0") {
+        text.removeLast(2)
+    }
+    return text
+}
+
+extension Double {
+    fileprivate func rounded(toPlaces places: Int) -> Double {
+        var scale = 1.0
+        for _ in 0..<places {
+            scale *= 10
+        }
+        return (self * scale).rounded() / scale
+    }
+}

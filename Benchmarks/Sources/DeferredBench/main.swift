@@ -1,0 +1,113 @@
+import BenchmarkScenarios
+import Dispatch
+import Foundation
+import Synchronization
+
+// deferred-bench: every scenario of shared/BENCHMARKS.md, for Deferred and its peers, in one
+// process, printed as one table. See Docs/Performance.md.
+
+let usage = """
+    usage: deferred-bench [--quick] [--check] [--runs N] [--only S1,S4,...]
+
+      --quick     small sizes, for CI: checks that everything runs, not how fast
+      --check     fail unless Deferred meets its allocation budgets (deterministic counts)
+      --runs N    timed runs per implementation (default 7, or 3 with --quick)
+      --only IDS  run only these scenarios
+    """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
+let quick = arguments.contains("--quick")
+let check = arguments.contains("--check")
+var runs = quick ? 3 : 7
+var only: Set<String>?
+if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, let value = Int(arguments[index + 1]),
+    value > 0
+{
+    runs = value
+}
+if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
+    only = Set(arguments[index + 1].split(separator: ",").map { $0.uppercased() })
+}
+
+/// Writes a progress line to standard error, keeping standard output for the table.
+func progress(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Measures every selected scenario for every implementation that has it.
+func measureAll(_ scenarios: [Scenario], quick: Bool, runs: Int) -> [ScenarioResults] {
+    var allResults: [ScenarioResults] = []
+    for scenario in scenarios {
+        let operations = scenario.size(quick: quick)
+        let implementations = Implementation.allCases.filter { scenario.trials[$0] != nil }
+        var results: [Implementation: Result] = [:]
+        if scenario.unit != .bytes {
+            // One untimed run each warms caches and lazily initialized state.
+            for implementation in implementations {
+                _ = time(scenario.trials[implementation]!(operations))
+            }
+            // Alternate the order between runs so that drift hits every implementation alike.
+            for run in 0..<runs {
+                for offset in implementations.indices {
+                    let implementation = implementations[(run + offset) % implementations.count]
+                    let elapsed = time(scenario.trials[implementation]!(operations))
+                    let perOperation = elapsed.seconds * scenario.unit.perSecond / Double(operations)
+                    results[implementation, default: Result()].perOperation.append(perOperation)
+                }
+            }
+        }
+        for implementation in implementations {
+            let counted = countAllocations(scenario.trials[implementation]!(operations))
+            results[implementation, default: Result()].allocationsPerOperation =
+                Double(counted.allocations) / Double(operations)
+            results[implementation, default: Result()].bytesPerOperation =
+                Double(counted.blockBytes) / Double(operations)
+        }
+        allResults.append(ScenarioResults(scenario: scenario, operations: operations, results: results))
+        progress("\(scenario.id) \(scenario.title): done (\(operations) \(scenario.operation)s per run)")
+    }
+    return allResults
+}
+
+// OpenCombine recurses a few frames per operator when it subscribes, so a 1,000-stage chain
+// (S4) needs more than the 8 MB of a main thread. Every implementation runs on one thread
+// with a large stack, so all get the same room.
+let selected = Scenario.all.filter { only?.contains($0.id) ?? true }
+let measured = Mutex<[ScenarioResults]>([])
+let finished = DispatchSemaphore(value: 0)
+let worker = Thread { [quick, runs] in
+    let results = measureAll(selected, quick: quick, runs: runs)
+    measured.withLock { $0 = results }
+    finished.signal()
+}
+worker.stackSize = 512 << 20
+worker.start()
+finished.wait()
+let allResults = measured.withLock { $0 }
+
+let processors = ProcessInfo.processInfo.activeProcessorCount
+print("Deferred benchmarks: median of \(runs) runs\(quick ? " (quick sizes)" : ""), \(processors) cores")
+print()
+print(table(allResults))
+print()
+print("Cells: median time per operation (ratio to Deferred) · heap allocations per operation.")
+print("S9: heap bytes per live future with one pending handler, as glibc's allocator lays them out.")
+
+if check {
+    print()
+    var failures = 0
+    for budget in budgets(allResults) {
+        let figure = budget.measure()
+        let passed = figure <= budget.limit + 1e-9
+        failures += passed ? 0 : 1
+        print("\(passed ? "ok  " : "FAIL") \(budget.name): \(format(figure)) (budget \(format(budget.limit)))")
+    }
+    if failures > 0 {
+        print("\(failures) allocation budget(s) exceeded")
+        exit(1)
+    }
+}
