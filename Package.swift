@@ -26,7 +26,13 @@ let package = Package(
             dependencies: ["Deferred", "DeferredExecutors"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "DeferredTests", dependencies: ["Deferred"], swiftSettings: swiftSettings),
+        .target(name: "TestSupport", dependencies: ["Deferred"], path: "Tests/Support", swiftSettings: swiftSettings),
+        .testTarget(name: "DeferredTests", dependencies: ["Deferred", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "DeferredExecutorsTests",
+            dependencies: ["DeferredExecutors", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,11 +1,20 @@
 public import Dispatch
 
-extension DispatchQueue: Executor {
+extension DispatchQueue: SchedulingExecutor {
     /// Runs `body` asynchronously on this queue, like `async(execute:)`.
     ///
     /// On a serial queue, bodies submitted from one thread run one at a time in order.
     public func submit(_ body: @escaping @Sendable () -> Void) {
         async(execute: body)
+    }
+
+    /// Runs `body` on this queue once `delay` has passed, like `asyncAfter(deadline:execute:)`.
+    ///
+    /// - Parameters:
+    ///   - delay: How long to wait first, measured on the uptime clock.
+    ///   - body: The work to run.
+    public func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        asyncAfter(deadline: .now() + .nanoseconds(delay.clampedNanoseconds), execute: body)
     }
 }
 

@@ -1,4 +1,4 @@
-import Deferred
+import DeferredExecutors
 import Dispatch
 import Foundation
 
@@ -16,13 +16,23 @@ let scenarios: [Scenario] = [
         summary: "map, andThen and every turn one future into others, on chosen executors",
         run: runPipelineScenario
     ),
+    Scenario(
+        name: "ui-thread",
+        summary: "a dedicated run-loop thread owns the UI; a reused cell drops a stale reply",
+        run: runUIThreadScenario
+    ),
+    Scenario(
+        name: "main-thread",
+        summary: "results reach the main thread through the main queue and the main run loop",
+        run: runMainThreadScenario
+    ),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {
     print("usage: deferred-demo [scenario ...]\n\nScenarios (all run when none is named):")
     for scenario in scenarios {
-        print("  \(scenario.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(scenario.summary)")
+        print("  \(scenario.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(scenario.summary)")
     }
 } else {
     let unknown = arguments.filter { name in !scenarios.contains { $0.name == name } }

@@ -1,6 +1,7 @@
 import Deferred
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 6: every type is usable from any thread, and the compiler knows it.

@@ -1,5 +1,6 @@
 import Deferred
 import Dispatch
+import TestSupport
 import Testing
 
 @Suite struct DeferredTests {

@@ -1,6 +1,7 @@
 import Deferred
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 5: handlers and their captures are released right after they run, unfilled

@@ -1,6 +1,7 @@
 import Deferred
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 3: handlers added on one thread before the fill start in the order they were

@@ -1,6 +1,7 @@
 import Deferred
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Guarantees 1 and 2 under real races.

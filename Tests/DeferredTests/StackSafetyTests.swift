@@ -1,6 +1,7 @@
 import Deferred
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// Guarantee 4: stack safety.

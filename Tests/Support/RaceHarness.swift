@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
-import Testing
+public import Testing
 
 /// Runs two sides of a race on two dedicated threads, released at the same instant, for many
 /// rounds, and counts how often each interleaving happened.
@@ -9,15 +9,15 @@ import Testing
 /// A naive race test on two cores lands in the same interleaving almost every time. Here each
 /// round waits at a two-party start gate, and then each side spins for its own pseudo-random
 /// few iterations, so that either side may go first and the two often overlap.
-enum RaceHarness {
+public enum RaceHarness {
     /// The side of the race the caller runs on: `"left"`, `"right"`, or `nil` off the harness
     /// threads. (A task-local bound outside any task is local to the thread.)
-    @TaskLocal static var currentSide: String?
+    @TaskLocal public static var currentSide: String?
 
     /// Runs `left(fixtures[i])` and `right(fixtures[i])` at the same moment for every `i`.
     ///
     /// Returns once both threads finished every round.
-    static func run<Fixture: Sendable>(
+    public static func run<Fixture: Sendable>(
         _ fixtures: [Fixture],
         left: @escaping @Sendable (Fixture) -> Void,
         right: @escaping @Sendable (Fixture) -> Void
@@ -46,7 +46,7 @@ enum RaceHarness {
     ///
     /// `classify` names the interleaving of each finished round. The counts are printed so the
     /// log shows how the race went.
-    static func expectInterleavings<Fixture: Sendable>(
+    public static func expectInterleavings<Fixture: Sendable>(
         _ name: String,
         rounds: Int,
         expected: Set<String>,
@@ -100,14 +100,16 @@ private final class StartGate: Sendable {
 }
 
 /// A small deterministic pseudo-random generator, so that races are reproducible in shape.
-struct SplitMix: RandomNumberGenerator {
+public struct SplitMix: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    /// Creates a generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    /// The next pseudo-random number.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var mixed = state
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -118,4 +120,4 @@ struct SplitMix: RandomNumberGenerator {
 
 /// Keeps the optimizer from deleting a computation.
 @inline(never)
-func blackHole<T>(_ value: T) {}
+public func blackHole<T>(_ value: T) {}

@@ -1,16 +1,22 @@
-import Deferred
-import Dispatch
+public import Deferred
+public import Dispatch
+import Foundation
 
 extension FutureProtocol {
     /// Waits up to ten seconds for the value, so that a broken test fails instead of hanging.
-    func value(within seconds: Double = 10) -> Value? {
+    public func value(within seconds: Double = 10) -> Value? {
         wait(until: .now() + seconds)
     }
 }
 
 extension DispatchQueue {
     /// Returns once every body submitted to this serial queue so far has run and been released.
-    func flush() {
+    public func flush() {
         sync {}
     }
+}
+
+/// An identifier of the calling thread, for checks of where code ran.
+public func currentThreadID() -> ObjectIdentifier {
+    ObjectIdentifier(Thread.current)
 }

@@ -1,23 +1,26 @@
 import Synchronization
 
 /// A thread-safe counter for exactly-once checks.
-final class Counter: Sendable {
+public final class Counter: Sendable {
     private let count = Atomic<Int>(0)
 
+    /// Creates a counter at zero.
+    public init() {}
+
     /// The current count.
-    var value: Int {
+    public var value: Int {
         count.load(ordering: .acquiring)
     }
 
     /// Adds one and returns the count before.
     @discardableResult
-    func increment() -> Int {
+    public func increment() -> Int {
         count.add(1, ordering: .acquiringAndReleasing).oldValue
     }
 }
 
 /// Records the order in which numbered events happen, from any threads, with atomics only.
-final class OrderRecorder: Sendable {
+public final class OrderRecorder: Sendable {
     private let sequence = Counter()
     private let positions: [Slot]
 
@@ -26,17 +29,17 @@ final class OrderRecorder: Sendable {
     }
 
     /// Creates a recorder for events `0..<count`.
-    init(count: Int) {
+    public init(count: Int) {
         positions = (0..<count).map { _ in Slot() }
     }
 
     /// Records that event `index` happened now.
-    func record(_ index: Int) {
+    public func record(_ index: Int) {
         positions[index].position.store(sequence.increment(), ordering: .releasing)
     }
 
     /// The events that happened, in the order they happened.
-    var order: [Int] {
+    public var order: [Int] {
         positions.indices
             .map { (event: $0, position: positions[$0].position.load(ordering: .acquiring)) }
             .filter { $0.position >= 0 }

@@ -1,11 +1,14 @@
 import Synchronization
 
 /// Counts live instances of ``LifetimeTracked`` for one test.
-final class LiveCount: Sendable {
+public final class LiveCount: Sendable {
     private let count = Atomic<Int>(0)
 
+    /// Creates a count at zero.
+    public init() {}
+
     /// How many tracked instances are alive.
-    var value: Int {
+    public var value: Int {
         count.load(ordering: .acquiring)
     }
 
@@ -16,10 +19,11 @@ final class LiveCount: Sendable {
 
 /// An object that counts itself alive in a ``LiveCount`` while it exists: capture one in a
 /// handler to check that the handler, and its captures, are released.
-final class LifetimeTracked: Sendable {
+public final class LifetimeTracked: Sendable {
     private let live: LiveCount
 
-    init(_ live: LiveCount) {
+    /// Creates an object counted alive in `live`.
+    public init(_ live: LiveCount) {
         self.live = live
         live.change(by: 1)
     }

@@ -1,0 +1,35 @@
+extension FutureProtocol {
+    /// Returns a future filled with this future's value if it arrives within `limit`, and with
+    /// `substitute` otherwise.
+    ///
+    /// ```swift
+    /// let avatar = api.avatar(for: user).timeout(after: .seconds(2), on: DispatchQueue.global(), substituting: .placeholder)
+    /// ```
+    ///
+    /// A value that arrives after the limit is dropped. The result holds no reference to this
+    /// future, and this future's handler holds only the result's storage, so nothing outlives
+    /// whichever of the two comes last: this future's fill (or release) and the limit.
+    ///
+    /// - Parameters:
+    ///   - limit: How long to wait for the value.
+    ///   - executor: The executor that measures the limit.
+    ///   - substitute: The value to use when the limit passes first.
+    /// - Returns: A read-only future of this future's value or the substitute.
+    public func timeout(
+        after limit: Duration,
+        on executor: some SchedulingExecutor,
+        substituting substitute: Value
+    ) -> Future<Value> {
+        if let value = peek() {
+            return Future(value: value)
+        }
+        let result = Storage<Value>()
+        var queue = DrainQueue()
+        addLink(result, in: &queue, Storage<Value>.forward)
+        queue.drain()
+        executor.submit(after: limit) {
+            _ = result.fill(substitute)
+        }
+        return Future(storage: result)
+    }
+}

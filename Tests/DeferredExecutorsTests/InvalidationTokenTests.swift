@@ -1,0 +1,144 @@
+import DeferredExecutors
+import Dispatch
+import TestSupport
+import Testing
+
+@Suite struct InvalidationTokenTests {
+    @Test func bodiesRunWhileTheTokenIsValid() {
+        let token = InvalidationToken()
+        let executor = ManualExecutor()
+        let ran = Counter()
+        Future(value: 1).upon(token.validating(executor)) { _ in ran.increment() }
+        executor.runUntilIdle()
+        #expect(token.isValid)
+        #expect(ran.value == 1)
+    }
+
+    @Test func bodiesPendingOnTheBaseAreSkippedOnceInvalidated() {
+        let token = InvalidationToken()
+        let executor = ManualExecutor()
+        let ran = Counter()
+        let live = LiveCount()
+        do {
+            let tracked = LifetimeTracked(live)
+            Future(value: 1).upon(token.validating(executor)) { _ in
+                _ = tracked
+                ran.increment()
+            }
+        }
+        token.invalidate()
+        executor.runUntilIdle()
+        #expect(!token.isValid)
+        #expect(ran.value == 0, "the late result does not land")
+        #expect(live.value == 0, "and its captures are released")
+    }
+
+    @Test func bodiesSubmittedAfterInvalidationAreReleasedAtOnce() {
+        let token = InvalidationToken()
+        token.invalidate()
+        let executor = ManualExecutor()
+        let live = LiveCount()
+        do {
+            let tracked = LifetimeTracked(live)
+            token.validating(executor).submit { _ = tracked }
+        }
+        #expect(!executor.hasPendingWork)
+        #expect(live.value == 0)
+    }
+
+    @Test func theReusableCellShowsOnlyItsLatestRequest() {
+        // A cell is reused: its first request's reply arrives after the second request's.
+        final class Cell: Sendable {
+            let shown = Deferred<String>()
+            let token = Deferred<InvalidationToken>()
+        }
+        let main = ManualExecutor()
+        let first = Deferred<String>()
+        let second = Deferred<String>()
+        let firstToken = InvalidationToken()
+        let cell = Cell()
+        first.upon(firstToken.validating(main)) { cell.shown.fill(with: $0) }
+        firstToken.invalidate()  // reused for another row
+        let secondToken = InvalidationToken()
+        second.upon(secondToken.validating(main)) { cell.shown.fill(with: $0) }
+        second.fill(with: "row 2")
+        first.fill(with: "row 1")
+        main.runUntilIdle()
+        #expect(cell.shown.peek() == "row 2")
+    }
+
+    @Test func delayedBodiesAreCheckedWhenTheyComeDue() {
+        let token = InvalidationToken()
+        let clock = VirtualTimeExecutor()
+        let ran = Counter()
+        token.validating(clock).submit(after: .seconds(1)) { ran.increment() }
+        token.invalidate()
+        clock.advance(by: .seconds(1))
+        #expect(ran.value == 0)
+    }
+
+    @Test func aValidatingExecutorWrapsAnyExecutor() {
+        let token = InvalidationToken()
+        let onQueue = Deferred<Bool>()
+        Future(value: 1).upon(token.validating(DispatchQueue.global())) { _ in onQueue.fill(with: true) }
+        #expect(onQueue.value() == true)
+    }
+}
+
+@Suite struct OwnerScopedCallbackTests {
+    final class Screen: Sendable {
+        let shown = Deferred<Int>()
+    }
+
+    @Test func theBodyGetsTheOwnerAndTheValue() {
+        let screen = Screen()
+        let deferred = Deferred<Int>()
+        deferred.upon(.immediate, owner: screen) { screen, value in screen.shown.fill(with: value) }
+        deferred.fill(with: 3)
+        #expect(screen.shown.peek() == 3)
+    }
+
+    @Test func aPendingCallbackDoesNotKeepItsOwnerAlive() {
+        let deferred = Deferred<Int>()
+        let ran = Counter()
+        weak var weakScreen: Screen?
+        do {
+            let screen = Screen()
+            weakScreen = screen
+            deferred.upon(.immediate, owner: screen) { _, _ in ran.increment() }
+        }
+        #expect(weakScreen == nil, "the service does not keep the screen alive")
+        deferred.fill(with: 1)
+        #expect(ran.value == 0, "the body is skipped once the owner is gone")
+    }
+}
+
+@Suite struct CustomExecutorTests {
+    /// A stand-in for a database context whose `perform` runs blocks on its private queue.
+    final class DatabaseContext: Sendable {
+        let queue = DispatchQueue(label: "database")
+        let key = DispatchSpecificKey<Bool>()
+
+        init() {
+            queue.setSpecific(key: key, value: true)
+        }
+
+        func perform(_ block: @escaping @Sendable () -> Void) {
+            queue.async(execute: block)
+        }
+
+        var isCurrent: Bool {
+            DispatchQueue.getSpecific(key: key) == true
+        }
+    }
+
+    @Test func aTypeWithAPerformMethodBecomesAnExecutorInThreeLines() {
+        let context = DatabaseContext()
+        let onContext = Future(value: 1).map(upon: context) { _ in context.isCurrent }
+        #expect(onContext.value() == true)
+    }
+}
+
+extension CustomExecutorTests.DatabaseContext: Executor {
+    func submit(_ body: @escaping @Sendable () -> Void) { perform(body) }
+}
