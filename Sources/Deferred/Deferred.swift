@@ -70,6 +70,9 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The value, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
         source.wait(until: time)

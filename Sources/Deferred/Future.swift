@@ -55,6 +55,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// Creates a future that is already filled with `value`.
     ///
     /// - Parameter value: The value every reader sees.
+    @_disfavoredOverload  // `Future { await work() }` means the async initializer, not a closure value.
     @inlinable
     public init(value: Value) {
         source = .filled(value)
@@ -94,6 +95,9 @@ public struct Future<Value: Sendable>: FutureProtocol {
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The value, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
         source.wait(until: time)

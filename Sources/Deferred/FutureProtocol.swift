@@ -40,6 +40,9 @@ public protocol FutureProtocol<Value>: Sendable, CustomDebugStringConvertible, C
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The value, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     func wait(until time: DispatchTime) -> Value?
 }
 
@@ -68,6 +71,9 @@ extension FutureProtocol {
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The value, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     public func wait(until time: DispatchTime) -> Value? {
         blockingWait(until: time, peek: peek) { signal in
             upon(ImmediateExecutor.shared) { _ in signal() }

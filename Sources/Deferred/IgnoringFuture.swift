@@ -45,6 +45,9 @@ public struct IgnoringFuture<Base: FutureProtocol>: FutureProtocol {
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: `()`, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     @inlinable
     public func wait(until time: DispatchTime) -> Void? {
         base.wait(until: time).map { _ in () }

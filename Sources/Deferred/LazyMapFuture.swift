@@ -42,6 +42,9 @@ public struct LazyMapFuture<Base: FutureProtocol, Value: Sendable>: FutureProtoc
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The transformed value, or `nil` if `time` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
         base.wait(until: time).map(transform)

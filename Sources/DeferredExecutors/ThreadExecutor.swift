@@ -60,6 +60,11 @@ public final class ThreadExecutor: SchedulingExecutor {
         loop.isShutDown
     }
 
+    /// Whether the calling thread is this executor's thread.
+    public var isCurrent: Bool {
+        loop.isCurrentThread
+    }
+
     /// Stops the thread once the bodies already submitted have run.
     ///
     /// Calling it again does nothing more. The returned future is filled when the thread has
@@ -81,19 +86,36 @@ private final class ThreadLoop: Sendable {
     private let pending = AtomicStack<@Sendable () -> Void>()
     private let control: LoopControl
     private let runLoop: RunLoopReference
+    private let thread: ThreadIdentity
 
     init(name: String) {
         let control = LoopControl()
-        let started = Deferred<RunLoopReference>()
+        let started = Deferred<(RunLoopReference, ThreadIdentity)>()
         let thread = Thread {
-            // Named from inside: on Linux a name set before `start()` does not reach the thread.
-            Thread.current.name = name
-            started.fill(with: RunLoopReference(runLoop: CFRunLoopGetCurrent(), inCommonModes: false))
+            ThreadLoop.nameCurrentThread(name)
+            started.fill(with: (RunLoopReference(runLoop: CFRunLoopGetCurrent(), inCommonModes: false), .current))
             control.runUntilStopped()
         }
         thread.start()
         self.control = control
-        runLoop = started.wait(until: .distantFuture)!
+        (runLoop, self.thread) = started.wait(until: .distantFuture)!
+    }
+
+    var isCurrentThread: Bool {
+        thread == .current
+    }
+
+    /// Gives the calling thread `name`, for Foundation and for the operating system.
+    ///
+    /// Debuggers and tools show the system's name. On Linux a name set before `start()` does
+    /// not reach the thread, and Foundation's setter does not always reach the system either,
+    /// so the name is also written where Linux keeps it.
+    private static func nameCurrentThread(_ name: String) {
+        Thread.current.name = name
+        #if os(Linux)
+            try? String(name.utf8.prefix(15))?.write(
+                toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+        #endif
     }
 
     var isShutDown: Bool {
@@ -162,5 +184,66 @@ private final class LoopControl: Sendable {
         }
         CFRunLoopTimerInvalidate(keepAlive)
         exited.fill()
+    }
+}
+
+/// The identity of a thread, comparable from any thread.
+private struct ThreadIdentity: Equatable, Sendable {
+    private let id: UInt
+
+    /// The calling thread.
+    static var current: ThreadIdentity {
+        #if canImport(Darwin)
+            ThreadIdentity(id: UInt(bitPattern: pthread_self()))
+        #else
+            ThreadIdentity(id: UInt(pthread_self()))
+        #endif
+    }
+}
+
+extension ThreadExecutor: SerialExecutor, TaskExecutor {
+    /// Runs `job` on this executor's thread, after the bodies and jobs submitted before it.
+    ///
+    /// This makes the executor usable as the executor of an actor, so that the actor and
+    /// callback-based code share one thread:
+    ///
+    /// ```swift
+    /// actor Database {
+    ///     let thread = ThreadExecutor(name: "database")
+    ///     nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
+    /// }
+    /// ```
+    ///
+    /// and as a task executor, with `Task(executorPreference: thread) { ... }`. A job enqueued
+    /// after ``shutdown()`` stops the program with a message: dropping it would leave its task
+    /// suspended forever.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        precondition(!isShutDown, "a job was enqueued on ThreadExecutor \"\(name)\" after shutdown()")
+        submit { [self] in
+            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        }
+    }
+
+    /// This executor as the executor of an actor.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// This executor as the preferred executor of a task.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Stops the program unless the caller runs on this executor's thread.
+    ///
+    /// Lets `assumeIsolated` succeed for an actor on this executor in bodies submitted to it.
+    public func checkIsolated() {
+        precondition(isCurrent, "expected to run on ThreadExecutor \"\(name)\"")
+    }
+
+    /// Whether the caller runs on this executor's thread.
+    public func isIsolatingCurrentContext() -> Bool? {
+        isCurrent
     }
 }

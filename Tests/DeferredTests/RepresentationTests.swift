@@ -54,4 +54,26 @@ import Testing
         #expect(weakSource == nil, "a derived future kept its source alive")
         #expect(derived.allSatisfy { !$0.isFilled })
     }
+
+    @Test func cancelledWaitersAreRemovedFromTheFuture() async {
+        let deferred = Deferred<Int>()
+        for _ in 0..<2_000 {
+            let task = Task { try await deferred.get() }
+            task.cancel()
+            _ = await task.result
+        }
+        let tasks = (0..<1_000).map { _ in Task { try await deferred.get() } }
+        try? await Task.sleep(for: .milliseconds(50))
+        for task in tasks {
+            task.cancel()
+            _ = await task.result
+        }
+        guard case .storage(let storage) = deferred.source, let waiters = storage.waiters() else {
+            Issue.record("the deferred should have a waiter registry")
+            return
+        }
+        // Compaction runs once cancelled waiters are half of all, so at most 2 × 8 remain.
+        #expect(waiters.count < 16, "\(waiters.count) waiters are still registered")
+        deferred.fill(with: 1)
+    }
 }

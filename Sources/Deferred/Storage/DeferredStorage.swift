@@ -44,14 +44,27 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     @usableFromInline
     internal final var firstHandler: Handler<Value>?
 
+    /// The address bits of the registry of tasks awaiting the value through the cancellable
+    /// `get()`, retained by this storage, or zero until the first `get()`.
+    ///
+    /// Raw bits rather than a generic atomic reference: destroying a generic field in the
+    /// unspecialized deinit would look up its metadata on every deallocation.
+    @usableFromInline
+    internal let asyncWaiters: Atomic<UInt>
+
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)
         value = .none
         firstHandler = nil
+        asyncWaiters = Atomic(0)
     }
 
     deinit {
+        let waiters = asyncWaiters.load(ordering: .acquiring)
+        if waiters != 0 {
+            Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: waiters)!).release()
+        }
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
         if !current.isFilled && current.hasPendingHandlers {
             var downstream: [ChainNode] = []
@@ -229,6 +242,35 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         }
         _ = HandlerNode<Value>.takeRetained(bits)
         handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
+    }
+
+    /// The registry of tasks awaiting the value, made and linked on first use; `nil` once
+    /// the value is visible.
+    @usableFromInline
+    internal final func waiters() -> AsyncWaiters<Value>? {
+        guard !isFilled else {
+            return nil
+        }
+        let existing = asyncWaiters.load(ordering: .acquiring)
+        if existing != 0 {
+            return Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!)
+                .takeUnretainedValue()
+        }
+        let made = AsyncWaiters<Value>()
+        let bits = UInt(bitPattern: Unmanaged.passRetained(made).toOpaque())
+        let (stored, winner) = asyncWaiters.compareExchange(
+            expected: 0,
+            desired: bits,
+            successOrdering: .releasing,
+            failureOrdering: .acquiring
+        )
+        guard stored else {
+            Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+            return Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: winner)!)
+                .takeUnretainedValue()
+        }
+        add(.link(made, AsyncWaiters<Value>.resumeAll))
+        return made
     }
 
     // MARK: Releasing

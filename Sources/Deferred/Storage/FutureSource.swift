@@ -75,6 +75,19 @@ internal enum FutureSource<Value: Sendable>: Sendable {
     }
 }
 
+extension FutureSource {
+    /// Where a cancellable waiter for this source registers: the storage's waiter registry,
+    /// or `nil` when the source has none (it is filled, never filled, or another kind).
+    @usableFromInline
+    internal var waiters: AsyncWaiters<Value>? {
+        switch self {
+        case .storage(let storage): storage.waiters()
+        case .filled, .never: nil
+        case .erased(let box): box.base.waiters
+        }
+    }
+}
+
 /// A type-erased future of any other kind.
 @usableFromInline
 internal final class AnyFutureBox<Value: Sendable>: Sendable {
@@ -88,6 +101,19 @@ internal final class AnyFutureBox<Value: Sendable>: Sendable {
 }
 
 extension FutureProtocol {
+    /// The waiter registry of this future's storage, if it is backed by the library's storage
+    /// and not filled yet.
+    @usableFromInline
+    internal var waiters: AsyncWaiters<Value>? {
+        if let future = self as? Future<Value> {
+            future.source.waiters
+        } else if let deferred = self as? Deferred<Value> {
+            deferred.source.waiters
+        } else {
+            nil
+        }
+    }
+
     /// Adds a combinator's link step, taking the lock-free path when this future is backed by
     /// the library's storage and an `upon` callback otherwise.
     @inlinable

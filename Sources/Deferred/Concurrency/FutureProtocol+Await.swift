@@ -1,0 +1,76 @@
+extension FutureProtocol {
+    /// The value, once the future is filled; the awaiting task suspends until then without
+    /// blocking a thread.
+    ///
+    /// ```swift
+    /// let profile = await service.profile(for: id).value
+    /// ```
+    ///
+    /// The task resumes exactly once, on its own executor. Awaiting a future that is never
+    /// filled never returns, even if the task is cancelled; use ``get()`` to stop waiting when
+    /// the task is cancelled.
+    nonisolated(nonsending)
+        public var value: Value
+    {
+        get async {
+            if let value = peek() {
+                return value
+            }
+            return await withUnsafeContinuation { continuation in
+                upon(ImmediateExecutor.shared) { continuation.resume(returning: $0) }
+            }
+        }
+    }
+
+    /// Returns the value once the future is filled, or throws `CancellationError` as soon as
+    /// the awaiting task is cancelled.
+    ///
+    /// ```swift
+    /// do {
+    ///     let results = try await search.results(for: query).get()
+    ///     show(results)
+    /// } catch {
+    ///     // The user typed another letter and this task was cancelled.
+    /// }
+    /// ```
+    ///
+    /// A cancelled waiter leaves the future: tasks that give up waiting on a future that is
+    /// filled much later (or never) do not pile up in memory. The value itself is unaffected;
+    /// other readers still get it.
+    ///
+    /// - Returns: The value.
+    /// - Throws: `CancellationError` if the task is cancelled before the value arrives.
+    nonisolated(nonsending)
+        public func get() async throws(CancellationError) -> Value
+    {
+        if let value = peek() {
+            return value
+        }
+        let waiter = AsyncWaiter<Value>()
+        let waiters = self.waiters
+        do {
+            return try await withTaskCancellationHandler {
+                try await withUnsafeThrowingContinuation { continuation in
+                    guard waiter.install(continuation) else {
+                        return
+                    }
+                    if let waiters {
+                        if !waiters.add(waiter) {
+                            waiter.resume(returning: peek().unsafelyUnwrapped)
+                        }
+                    } else {
+                        // Another kind of future: the handler stays until the fill, but a
+                        // cancelled waiter ignores it.
+                        upon(ImmediateExecutor.shared) { waiter.resume(returning: $0) }
+                    }
+                }
+            } onCancel: {
+                if waiter.cancel() {
+                    waiters?.waiterWasCancelled()
+                }
+            }
+        } catch {
+            throw CancellationError()
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Synchronization
+
+extension Sequence where Element: FutureProtocol {
+    /// Returns the values of these futures as an asynchronous sequence, in the order they are
+    /// filled, ending after the last.
+    ///
+    /// ```swift
+    /// for await page in pageFutures.valuesInFillOrder() {
+    ///     show(page)  // the fastest first
+    /// }
+    /// ```
+    ///
+    /// Values that arrive before they are read are buffered. If the iterating task is
+    /// cancelled, the sequence ends.
+    ///
+    /// - Returns: A stream of every value, in the order the futures were filled.
+    public func valuesInFillOrder() -> AsyncStream<Element.Value> {
+        let (stream, continuation) = AsyncStream<Element.Value>.makeStream()
+        let futures = Array(self)
+        guard !futures.isEmpty else {
+            continuation.finish()
+            return stream
+        }
+        let remaining = Countdown(futures.count) { continuation.finish() }
+        for future in futures {
+            future.upon(ImmediateExecutor.shared) { value in
+                continuation.yield(value)
+                remaining.arrive()
+            }
+        }
+        return stream
+    }
+}
