@@ -53,12 +53,17 @@ internal final class Countdown: Sendable {
         self.finish = finish
     }
 
-    /// Counts one arrival; the last one calls `finish`.
+    /// Counts one arrival, and returns whether it was the last.
+    ///
+    /// The last arrival calls `finish` before returning.
     @inlinable
-    internal func arrive() {
-        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-            finish()
+    @discardableResult
+    internal func arrive() -> Bool {
+        guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else {
+            return false
         }
+        finish()
+        return true
     }
 }
 

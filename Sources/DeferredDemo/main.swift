@@ -17,6 +17,11 @@ let scenarios: [Scenario] = [
         run: runPipelineScenario
     ),
     Scenario(
+        name: "search",
+        summary: "search-as-you-type: each keystroke cancels the previous query",
+        run: runSearchScenario
+    ),
+    Scenario(
         name: "ui-thread",
         summary: "a dedicated run-loop thread owns the UI; a reused cell drops a stale reply",
         run: runUIThreadScenario

@@ -5,6 +5,25 @@ import BenchmarkScenarios
 /// A timed cell reads `median (ratio to Deferred) · allocations per operation`; a memory
 /// cell reads `bytes per future · allocations per future`.
 func table(_ all: [ScenarioResults]) -> String {
+    render(all) { result, unit, ours, isOurs in cell(result, unit: unit, ours: ours, isOurs: isOurs) }
+}
+
+/// Renders the fastest run of every timed scenario as a second table, ratios to Deferred's
+/// fastest run.
+func fastestRunTable(_ all: [ScenarioResults]) -> String {
+    render(all.filter { $0.scenario.unit != .bytes }) { result, unit, ours, isOurs in
+        var text = format(result.minimum) + " " + unit.symbol
+        if !isOurs, let ours, ours.minimum > 0 {
+            text += " (\(format(result.minimum / ours.minimum))×)"
+        }
+        return text
+    }
+}
+
+private func render(
+    _ all: [ScenarioResults],
+    cell: (Result, Unit, Result?, Bool) -> String
+) -> String {
     let implementations = Implementation.allCases
     var lines = [
         "| scenario | " + implementations.map(\.rawValue).joined(separator: " | ") + " |",
@@ -18,7 +37,7 @@ func table(_ all: [ScenarioResults]) -> String {
             guard let result = scenarioResults.results[implementation] else {
                 return "—"
             }
-            return cell(result, unit: scenario.unit, ours: ours, isOurs: implementation == .deferred)
+            return cell(result, scenario.unit, ours, implementation == .deferred)
         }
         lines.append("| \(heading) | " + cells.joined(separator: " | ") + " |")
     }

@@ -46,9 +46,11 @@ func measureAll(_ scenarios: [Scenario], quick: Bool, runs: Int) -> [ScenarioRes
         let implementations = Implementation.allCases.filter { scenario.trials[$0] != nil }
         var results: [Implementation: Result] = [:]
         if scenario.unit != .bytes {
-            // One untimed run each warms caches and lazily initialized state.
-            for implementation in implementations {
-                _ = time(scenario.trials[implementation]!(operations))
+            // Two untimed runs each warm caches, the heap and lazily initialized state.
+            for _ in 0..<2 {
+                for implementation in implementations {
+                    _ = time(scenario.trials[implementation]!(operations))
+                }
             }
             // Alternate the order between runs so that drift hits every implementation alike.
             for run in 0..<runs {
@@ -96,6 +98,10 @@ print(table(allResults))
 print()
 print("Cells: median time per operation (ratio to Deferred) · heap allocations per operation.")
 print("S9: heap bytes per live future with one pending handler, as glibc's allocator lays them out.")
+print()
+print("Fastest of the \(runs) runs:")
+print()
+print(fastestRunTable(allResults))
 
 if check {
     print()
