@@ -33,6 +33,13 @@ let package = Package(
             dependencies: ["DeferredExecutors", "TestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The reliability suite: races, random graphs, resources and misuse. Its sizes come from
+        // the environment (see Docs/Reliability.md), so CI can run it bigger in release mode.
+        .testTarget(
+            name: "DeferredStressTests",
+            dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,15 @@
 public import Dispatch
 
+/// Every Dispatch queue is an executor: `upon(.main)`, `upon(.global())` or any queue you made.
+///
+/// A body submitted to a queue runs asynchronously, like a block passed to `async(execute:)`,
+/// and the queue can also run it after a delay, so delays and timeouts work on queues.
+///
+/// ```swift
+/// let thumbnails = DispatchQueue(label: "thumbnails")
+/// let pixels = Future.async(upon: thumbnails) { 64 * 64 }
+/// pixels.upon(.main) { print("\($0) pixels") }
+/// ```
 extension DispatchQueue: SchedulingExecutor {
     /// Runs `body` asynchronously on this queue, like `async(execute:)`.
     ///
@@ -35,3 +45,21 @@ extension Executor where Self == DispatchQueue {
         DispatchQueue.global(qos: qos)
     }
 }
+
+extension DispatchQueue: SerialExecutorIdentity {
+    /// Whether this is the main queue and the caller is one of its bodies.
+    ///
+    /// Only the main queue is known to be serial; for any other queue this is `false`.
+    package var isBlockedByCaller: Bool {
+        // `DispatchQueue.main` may return a new wrapper object on each call, so the main queue is
+        // recognised by its mark rather than by identity.
+        getSpecific(key: mainQueueKey) == true && DispatchQueue.getSpecific(key: mainQueueKey) == true
+    }
+}
+
+/// A key that marks the main queue, so that code can ask whether it runs there without trapping.
+private let mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+}()

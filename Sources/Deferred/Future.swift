@@ -38,7 +38,8 @@ public struct Future<Value: Sendable>: FutureProtocol {
 
     /// Creates a read-only view of any future.
     ///
-    /// A ``Future`` or ``Deferred`` is not wrapped a second time.
+    /// A ``Future`` or ``Deferred`` is not wrapped a second time, and a lazy map over a lazy
+    /// map made this way becomes one view with the steps of both.
     ///
     /// - Parameter base: The future whose value this future delivers.
     @inlinable
@@ -47,6 +48,8 @@ public struct Future<Value: Sendable>: FutureProtocol {
             self = future
         } else if let deferred = base as? Deferred<Value> {
             source = deferred.source
+        } else if let lazy = base as? any ErasableLazyView<Value> {
+            source = lazy.erasedSource()
         } else {
             source = .erased(AnyFutureBox(base))
         }

@@ -11,6 +11,21 @@ public import Dispatch
 /// Conform your own types to add new kinds of futures: implement the three requirements and
 /// every combinator (`map`, `andThen`, `allFilled`, ...) works with them.
 ///
+/// Code written against the protocol accepts any kind of future:
+///
+/// ```swift
+/// func report(_ progress: some FutureProtocol<Int>) {
+///     if let done = progress.peek() {
+///         print("already done: \(done)%")
+///     } else {
+///         progress.upon(.main) { print("done: \($0)%") }
+///     }
+/// }
+///
+/// report(Future(value: 100))
+/// report(Deferred<Int>().every { $0 * 10 })
+/// ```
+///
 /// Values are `Sendable` because a future shares one value with handlers on any number of
 /// executors; futures are `Sendable` so that any thread may read them.
 public protocol FutureProtocol<Value>: Sendable, CustomDebugStringConvertible, CustomReflectable {
@@ -36,7 +51,9 @@ public protocol FutureProtocol<Value>: Sendable, CustomDebugStringConvertible, C
     ///
     /// A deadline in the past returns `nil` at once without blocking. Never wait on the
     /// executor that must fill the value (for example the serial queue whose work fills it):
-    /// the wait would block that work and only end at the deadline.
+    /// the wait would block that work and only end at the deadline. Debug builds stop with a
+    /// message where they can tell for certain: waiting on the main queue, a `ThreadExecutor`
+    /// or a `RunLoopExecutor` for a `map` whose transform is still to run there.
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The value, or `nil` if `time` passed first.

@@ -5,17 +5,26 @@ public import Dispatch
 ///
 /// Made by ``FutureProtocol/every(per:)``. Unlike ``FutureProtocol/map(upon:transform:)``,
 /// which runs its transform once and stores the result, a lazy map stores nothing: each
-/// handler, `peek` and `wait` applies the transform again, in the reader's context. Use it
-/// for cheap projections such as picking a field.
+/// handler, `peek` and `wait` applies the transform again: `peek` and `wait` on the calling
+/// thread, `upon` on the handler's executor just before the handler. Futures derived from this
+/// one (`map`, `and`, `allFilled`, ...) apply it where the base's value is delivered, usually
+/// on the thread that fills the base. Use it for cheap projections such as picking a field.
+///
+/// ```swift
+/// let size = Deferred<(width: Int, height: Int)>()
+/// let width: LazyMapFuture<Deferred<(width: Int, height: Int)>, Int> = size.every { $0.width }
+/// width.upon(.main) { print("width: \($0)") }
+/// size.fill(with: (width: 640, height: 480))
+/// ```
 public struct LazyMapFuture<Base: FutureProtocol, Value: Sendable>: FutureProtocol {
     /// The future whose value this future transforms.
     public let base: Base
 
     @usableFromInline
-    internal let transform: @Sendable (Base.Value) -> Value
+    internal let transform: LazyTransform<Base.Value, Value>
 
     @inlinable
-    internal init(base: Base, transform: @escaping @Sendable (Base.Value) -> Value) {
+    internal init(base: Base, transform: LazyTransform<Base.Value, Value>) {
         self.base = base
         self.transform = transform
     }
@@ -35,7 +44,7 @@ public struct LazyMapFuture<Base: FutureProtocol, Value: Sendable>: FutureProtoc
     /// Returns the transformed value if the base future is filled, or `nil` at once.
     @inlinable
     public func peek() -> Value? {
-        base.peek().map(transform)
+        base.peek().map { transform($0) }
     }
 
     /// Blocks until the base future is filled or `time` passes, then transforms its value.
@@ -47,7 +56,7 @@ public struct LazyMapFuture<Base: FutureProtocol, Value: Sendable>: FutureProtoc
     )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
-        base.wait(until: time).map(transform)
+        base.wait(until: time).map { transform($0) }
     }
 }
 
@@ -70,6 +79,23 @@ extension FutureProtocol {
     public func every<NewValue: Sendable>(
         per transform: @escaping @Sendable (Value) -> NewValue
     ) -> LazyMapFuture<Self, NewValue> {
-        LazyMapFuture(base: self, transform: transform)
+        LazyMapFuture(base: self, transform: .single(transform))
+    }
+}
+
+extension LazyMapFuture {
+    /// Returns a view of the same base future whose value is `transform` applied to this view's
+    /// value, on every read.
+    ///
+    /// `every` over `every` makes one view with a chain of steps rather than a view of a view,
+    /// so chains of any length are read, filled and released without deep recursion.
+    ///
+    /// - Parameter transform: A cheap, pure function of the value.
+    /// - Returns: A future that delivers the transformed value.
+    @inlinable
+    public func every<NewValue: Sendable>(
+        per transform: @escaping @Sendable (Value) -> NewValue
+    ) -> LazyMapFuture<Base, NewValue> {
+        LazyMapFuture<Base, NewValue>(base: base, transform: self.transform.appending(transform))
     }
 }

@@ -2,6 +2,20 @@
 ///
 /// ``Deferred`` is the promise of this library. Keep it private to the code that produces the
 /// value and hand out a read-only ``Future``.
+///
+/// Code that only decides a value can take any promise:
+///
+/// ```swift
+/// func finishLogin(_ session: some PromiseProtocol<String>, token: String) {
+///     if !session.fill(with: token) {
+///         print("a login had already finished; \(token) is ignored")
+///     }
+/// }
+///
+/// let session = Deferred<String>()
+/// finishLogin(session, token: "abc")
+/// finishLogin(session, token: "def")  // prints the message: the first token stays
+/// ```
 public protocol PromiseProtocol<Value>: Sendable {
     /// The type of the value.
     associatedtype Value: Sendable

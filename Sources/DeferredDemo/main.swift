@@ -22,6 +22,16 @@ let scenarios: [Scenario] = [
         run: runSearchScenario
     ),
     Scenario(
+        name: "sum",
+        summary: "prices from several shops summed once all arrive: allFilled, and a fold with and",
+        run: runSumScenario
+    ),
+    Scenario(
+        name: "timeout",
+        summary: "a slow reply replaced by a fallback after a time limit; a fast one gets through",
+        run: runTimeoutScenario
+    ),
+    Scenario(
         name: "ui-thread",
         summary: "a dedicated run-loop thread owns the UI; a reused cell drops a stale reply",
         run: runUIThreadScenario

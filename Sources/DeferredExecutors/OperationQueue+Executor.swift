@@ -1,6 +1,7 @@
 import Deferred
 public import Foundation
 
+/// Every operation queue is an executor: each body becomes one operation of the queue.
 extension OperationQueue: Executor {
     /// Adds `body` to this queue as an operation.
     ///

@@ -92,3 +92,10 @@ extension RunLoop {
         }
     }
 }
+
+extension RunLoopExecutor: SerialExecutorIdentity {
+    /// Whether the caller runs on this run loop's thread, which then runs nothing else.
+    package var isBlockedByCaller: Bool {
+        reference.isCurrent
+    }
+}

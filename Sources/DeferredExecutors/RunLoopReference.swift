@@ -5,8 +5,9 @@ import Foundation
 ///
 /// `@unchecked Sendable` is sound because this type exposes only `CFRunLoopPerformBlock`,
 /// `CFRunLoopWakeUp`, `CFRunLoopAddTimer` and `CFRunLoopStop`, which Core Foundation documents
-/// as safe to call on another thread's run loop (it locks the run loop internally); the run
-/// loop itself is only ever run by its own thread. `CFRunLoop` is not marked `Sendable` on
+/// as safe to call on another thread's run loop (it locks the run loop internally), and a
+/// comparison with `CFRunLoopGetCurrent()`, which reads only the calling thread's state and the
+/// reference's identity; the run loop itself is only ever run by its own thread. `CFRunLoop` is not marked `Sendable` on
 /// this toolchain, which is the only reason for the annotation.
 struct RunLoopReference: @unchecked Sendable {
     /// The run loop.
@@ -18,6 +19,11 @@ struct RunLoopReference: @unchecked Sendable {
     /// The mode or mode set bodies are scheduled in.
     private var mode: CFRunLoopMode {
         inCommonModes ? kCFRunLoopCommonModes : kCFRunLoopDefaultMode
+    }
+
+    /// Whether this is the calling thread's run loop.
+    var isCurrent: Bool {
+        CFRunLoopGetCurrent() === runLoop
     }
 
     /// Runs `body` on the run loop's next turn, waking it if it sleeps.

@@ -247,3 +247,10 @@ extension ThreadExecutor: SerialExecutor, TaskExecutor {
         isCurrent
     }
 }
+
+extension ThreadExecutor: SerialExecutorIdentity {
+    /// Whether the caller runs on this executor's thread, which then runs nothing else.
+    package var isBlockedByCaller: Bool {
+        isCurrent
+    }
+}

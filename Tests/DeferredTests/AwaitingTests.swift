@@ -86,39 +86,6 @@ import Testing
         base.fill(with: 1)
     }
 
-    @Test(.timeLimit(.minutes(2)))
-    func fillAndCancellationRaceAndEveryWaiterResumesExactlyOnce() async {
-        final class Round: Sendable {
-            let deferred = Deferred<Int>()
-            let task: Task<Int, any Error>
-
-            init() {
-                let deferred = self.deferred
-                task = Task { try await deferred.get() }
-            }
-        }
-        var counts: [String: Int] = [:]
-        for _ in 0..<5 {
-            let rounds = (0..<2_000).map { _ in Round() }
-            // Give the tasks time to suspend in get(), so most rounds race a suspended waiter.
-            try? await Task.sleep(for: .milliseconds(50))
-            RaceHarness.run(rounds, left: { $0.deferred.fill(with: 1) }, right: { $0.task.cancel() })
-            for round in rounds {
-                switch await round.task.result {
-                case .success(let value):
-                    #expect(value == 1)
-                    counts["value won", default: 0] += 1
-                case .failure(let error):
-                    #expect(error is CancellationError)
-                    counts["cancellation won", default: 0] += 1
-                }
-            }
-        }
-        print("race fill against cancelled get, 10000 rounds: \(counts)")
-        #expect(counts["value won", default: 0] > 0)
-        #expect(counts["cancellation won", default: 0] > 0)
-    }
-
     @Test(.timeLimit(.minutes(2)), .enabled(if: residentMemory() != nil))
     func cancelledWaitersLeaveMemoryFlat() async {
         // Measured in a child process of its own, so that no other test's memory counts. (Tasks

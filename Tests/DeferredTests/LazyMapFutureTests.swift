@@ -43,6 +43,44 @@ import Testing
         #expect(described.eraseToFuture().peek() == "value 2")
     }
 
+    @Test func everyOverEveryIsOneViewOfTheFirstBase() {
+        let deferred = Deferred<Int>()
+        let calls = Counter()
+        let chained: LazyMapFuture<Deferred<Int>, String> = deferred.every { $0 * 2 }.every { $0 + 1 }.every {
+            calls.increment()
+            return "\($0)"
+        }
+        deferred.fill(with: 3)
+        #expect(chained.peek() == "7", "the steps run first to last")
+        #expect(calls.value == 1)
+    }
+
+    @Test func erasingEveryOverAnErasedEveryKeepsTheOrderOfSteps() {
+        let deferred = Deferred<Int>()
+        let once = Future(deferred.every { $0 * 2 }.every { $0 - 1 })
+        let twice = once.every { $0 * 10 }.every { $0 + 4 }.eraseToFuture()
+        let joined = [twice, once].allFilled()
+        let mapped = twice.map(upon: .immediate) { -$0 }
+        #expect(twice.peek() == nil)
+        deferred.fill(with: 3)
+        #expect(once.peek() == 5)
+        #expect(twice.peek() == 54)
+        #expect(joined.peek() == [54, 5])
+        #expect(mapped.peek() == -54)
+    }
+
+    @Test func combinatorsOverViewsRunInTheFillingDrain() {
+        // A view links to the storage underneath, so a join over a view fills in the same drain
+        // as a join over the storage itself: before the filling call returns, in order.
+        let deferred = Deferred<Int>()
+        let order = OrderRecorder(count: 3)
+        [deferred.every { $0 }].allFilled().upon(.immediate) { _ in order.record(0) }
+        [deferred.ignored()].allFilled().upon(.immediate) { _ in order.record(1) }
+        [Future(deferred)].allFilled().upon(.immediate) { _ in order.record(2) }
+        deferred.fill(with: 1)
+        #expect(order.order == [0, 1, 2])
+    }
+
     @Test func everyOnAnUnfilledFutureWaitsUntilTheDeadline() {
         #expect(Deferred<Int>().every { $0 }.wait(until: .now() + 0.01) == nil)
     }

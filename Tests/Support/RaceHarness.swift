@@ -31,7 +31,7 @@ public enum RaceHarness {
                     var random = SplitMix(seed: isLeft ? 1 : 2)
                     for (round, fixture) in fixtures.enumerated() {
                         gate.arrive(round: round)
-                        spin(Int(random.next() % 1_024))
+                        pause(Int(random.next() % 1_024))
                         side(fixture)
                     }
                 }
@@ -74,14 +74,18 @@ public enum RaceHarness {
             sourceLocation: sourceLocation)
     }
 
-    private static func spin(_ iterations: Int) {
-        var sink = 0
-        for index in 0..<iterations {
-            sink &+= index
+    /// Busy-waits for `iterations` steps of a nanosecond or so.
+    ///
+    /// It shifts one side of a race against the other. Each step is an atomic load, which an optimized build cannot remove.
+    public static func pause(_ iterations: Int) {
+        for _ in 0..<iterations {
+            _ = pauseTicks.load(ordering: .relaxed)
         }
-        blackHole(sink)
     }
 }
+
+/// What ``RaceHarness/pause(_:)`` reads at each step.
+private let pauseTicks = Atomic<Int>(0)
 
 /// A reusable two-party barrier: both threads leave round `n` only once both have arrived.
 private final class StartGate: Sendable {

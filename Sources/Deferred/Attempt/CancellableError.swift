@@ -16,6 +16,8 @@ public protocol CancellableError: Error {
     static var cancelled: Self { get }
 }
 
+/// Swift's `CancellationError` is a cancellable error, for work that fails only by being
+/// cancelled.
 extension CancellationError: CancellableError {
     /// A `CancellationError`.
     public static var cancelled: CancellationError {

@@ -34,9 +34,11 @@ extension FutureProtocol {
     /// }
     /// ```
     ///
-    /// A cancelled waiter leaves the future: tasks that give up waiting on a future that is
-    /// filled much later (or never) do not pile up in memory. The value itself is unaffected;
-    /// other readers still get it.
+    /// A cancelled waiter leaves a `Deferred` or `Future`: tasks that give up waiting on one
+    /// that is filled much later (or never) do not pile up in memory. Other futures can only be
+    /// watched with `upon`, so there a cancelled waiter's small handler stays until the value
+    /// arrives, and then does nothing. The value itself is unaffected; other readers still get
+    /// it.
     ///
     /// - Returns: The value.
     /// - Throws: `CancellationError` if the task is cancelled before the value arrives.

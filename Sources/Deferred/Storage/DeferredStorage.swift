@@ -87,10 +87,27 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         StorageState(rawValue: state.load(ordering: .acquiring)).isFilled ? value.wrapped : nil
     }
 
+    /// The executor that must run for this storage to be filled, where it is known.
+    ///
+    /// That is the executor of a `map`'s transform. Debug builds use it to catch waits that
+    /// cannot succeed.
+    @usableFromInline
+    internal var fillingExecutor: (any Executor)? {
+        nil
+    }
+
     /// Blocks until the value is visible or `time` passes.
+    ///
+    /// Debug builds trap instead of blocking when the wait could never end with the value; see
+    /// ``checkWaitCanSucceed()``.
     @usableFromInline
     internal final func wait(until time: DispatchTime) -> Value? {
-        blockingWait(until: time, peek: peek) { signal in
+        #if DEBUG
+            if !isFilled {
+                checkWaitCanSucceed()
+            }
+        #endif
+        return blockingWait(until: time, peek: peek) { signal in
             add(Handler(ImmediateExecutor.shared) { _ in signal() })
         }
     }

@@ -115,7 +115,7 @@ extension FutureProtocol {
     }
 
     /// Adds a combinator's link step, taking the lock-free path when this future is backed by
-    /// the library's storage and an `upon` callback otherwise.
+    /// the library's storage or is a view of such a future, and an `upon` callback otherwise.
     @inlinable
     internal func addLink(
         _ node: ChainNode,
@@ -126,6 +126,8 @@ extension FutureProtocol {
             future.source.addLink(node, in: &queue, step)
         } else if let deferred = self as? Deferred<Value> {
             deferred.source.addLink(node, in: &queue, step)
+        } else if let view = self as? any FutureView<Value> {
+            view.addLinkThroughView(node, in: &queue, step)
         } else {
             upon(ImmediateExecutor.shared) { value in
                 var queue = DrainQueue()

@@ -3,21 +3,32 @@
 /// It is also the node that the source's handler holds, so each mapping step costs one
 /// allocation.
 ///
-/// `step` is written once in `init` and taken once, by the single run of the source's handler,
-/// which the source's state word orders after the initialization.
+/// `transform` is written once in `init` and taken once, by the single run of the source's
+/// handler, which the source's state word orders after the initialization. `executor` never
+/// changes, so any thread may read it.
 @usableFromInline
 internal final class MapStorage<Input: Sendable, Value: Sendable>: Storage<Value>, @unchecked Sendable {
-    /// Where and how to compute the value; dropped once used, so its captures are released.
+    /// Where the transform runs; `nil` stands for the immediate executor.
+    @usableFromInline
+    internal let executor: (any Executor)?
+
+    /// How to compute the value; dropped once used, so its captures are released.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var step: (executor: (any Executor)?, transform: @Sendable (Input) -> Value)?
+    internal var transform: (@Sendable (Input) -> Value)?
 
     /// Creates the storage of `transform` run on `executor`; `nil` stands for the immediate
     /// executor.
     @inlinable
     internal init(executor: (any Executor)?, transform: @escaping @Sendable (Input) -> Value) {
-        step = (executor, transform)
+        self.executor = executor
+        self.transform = transform
         super.init()
+    }
+
+    @usableFromInline
+    override internal var fillingExecutor: (any Executor)? {
+        executor
     }
 
     /// The link step that the source's handler runs.
@@ -28,7 +39,7 @@ internal final class MapStorage<Input: Sendable, Value: Sendable>: Storage<Value
 
     @inlinable
     internal func receive(_ input: Input, in queue: inout DrainQueue) {
-        guard let (executor, transform) = step.take() else {
+        guard let transform = transform.take() else {
             return
         }
         if let executor {

@@ -1,0 +1,138 @@
+import Deferred
+import DeferredExecutors
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+extension StressSuites {
+    /// What happens when the library is used wrongly: each misuse either has a defined, harmless
+    /// result or stops the program with a message that says what went wrong.
+    @Suite struct MisuseTests {
+        // MARK: Waiting on the executor that must fill the value
+
+        #if DEBUG
+            @Test func waitingOnAThreadExecutorForAMapOnItTraps() async {
+                let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                    let executor = ThreadExecutor(name: "waits for itself")
+                    let source = Deferred<Int>()
+                    let doubled = source.map(upon: executor) { $0 * 2 }
+                    executor.submit {
+                        source.fill(with: 1)
+                        _ = doubled.wait(until: .distantFuture)
+                    }
+                    try? await Task.sleep(for: .seconds(60))
+                }
+                let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+                #expect(message.contains("wait(until:) on a future of Int can never return its value"))
+                #expect(message.contains("a map on ThreadExecutor computes it"))
+            }
+        #endif
+
+        /// The main queue is recognised as blocked only on the main queue itself. (An exit test
+        /// cannot show the trap on the main queue: nothing drains it in the child process.)
+        @Test func theMainQueueKnowsWhenTheCallerBlocksIt() async {
+            #expect(await MainActor.run { DispatchQueue.main.isBlockedByCaller })
+            #expect(!DispatchQueue.main.isBlockedByCaller)
+            let serial = DispatchQueue(label: "not main")
+            #expect(!serial.sync { serial.isBlockedByCaller })
+            #expect(!serial.sync { DispatchQueue.main.isBlockedByCaller })
+        }
+
+        @Test func waitingOnAnExecutorForAMapThatAlreadyRanThereReturnsTheValue() async {
+            let executor = ThreadExecutor(name: "already mapped")
+            let source = Deferred<Int>()
+            let doubled = source.map(upon: executor) { $0 * 2 }
+            source.fill(with: 4)  // queues the transform on the executor, ahead of the wait below
+            let seen = Deferred<Int?>()
+            executor.submit { seen.fill(with: doubled.wait(until: .distantFuture)) }
+            #expect(await seen.value == 8)
+            await executor.shutdown().value
+        }
+
+        @Test func waitingOnAConcurrentQueueForAMapOnItIsNotMistakenForADeadlock() async {
+            let source = Deferred<Int>()
+            let doubled = source.map(upon: .global()) { $0 * 2 }
+            let seen = Deferred<Int?>()
+            DispatchQueue.global().async { seen.fill(with: doubled.wait(until: .now() + 60)) }
+            source.fill(with: 5)
+            #expect(await seen.value == 10)
+        }
+
+        // MARK: Unusual values
+
+        @Test func aVeryLargeValueArrivesWholeEverywhere() async {
+            // 4 KiB stored inline in the value, and 8 MB behind an array.
+            struct Block: Sendable {
+                var words = InlineArray<512, UInt64>(repeating: 0)
+
+                static var patterned: Block {
+                    var block = Block()
+                    for index in block.words.indices {
+                        block.words[index] = UInt64(index) &* 0x9E37_79B9
+                    }
+                    return block
+                }
+
+                var isIntact: Bool {
+                    words.indices.allSatisfy { words[$0] == UInt64($0) &* 0x9E37_79B9 }
+                }
+            }
+            let deferred = Deferred<Block>()
+            let checked = deferred.map(upon: DispatchQueue.global()) { $0.isIntact }
+            let big = Deferred<[UInt8]>()
+            let sum = big.map(upon: .immediate) { $0.reduce(0) { $0 &+ Int($1) } }
+            DispatchQueue.global().async {
+                deferred.fill(with: .patterned)
+                big.fill(with: [UInt8](repeating: 3, count: 8_000_000))
+            }
+            #expect(await checked.value)
+            #expect(await deferred.value.isIntact)
+            #expect(deferred.peek()?.isIntact == true)
+            #expect(await sum.value == 24_000_000)
+        }
+
+        @Test func voidFuturesSayOnlyWhenTheyAreDone() async {
+            let first = Deferred<Void>()
+            let second = Deferred<Void>()
+            let both = first.and(second)
+            let all = [first, second].allFilled()
+            let counted = all.map(upon: .immediate) { $0.count }
+            #expect(first.fill())
+            #expect(!first.fill(), "a Void future is filled once too")
+            #expect(!both.isFilled)
+            second.fill()
+            _ = await both.value
+            #expect(await counted.value == 2)
+        }
+
+        @Test func aClassValueIsSharedNotCopiedAndReleasedWithTheLastFuture() async {
+            final class Model: Sendable {}
+            weak var released: Model?
+            do {
+                let model = Model()
+                released = model
+                let deferred = Deferred<Model>()
+                let identity = deferred.map(upon: DispatchQueue.global()) { $0 === model }
+                deferred.fill(with: model)
+                #expect(deferred.peek() === model)
+                #expect(await identity.value)
+                #expect(await deferred.every { $0 }.value === model)
+            }
+            #expect(released == nil)
+        }
+
+        @Test func aFutureOfAFutureIsFilledByTheOuterFillAndFlattenedByAndThen() async {
+            let outer = Deferred<Future<Int>>()
+            let inner = Deferred<Int>()
+            let flattened = outer.andThen(upon: .immediate) { $0 }
+            outer.fill(with: Future(inner))
+            #expect(outer.isFilled, "the outer future holds a future, filled or not")
+            #expect(outer.peek()?.isFilled == false)
+            #expect(!flattened.isFilled)
+            inner.fill(with: 6)
+            #expect(flattened.peek() == 6)
+            #expect(await outer.value.value == 6)
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Deferred
+import DeferredExecutors
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+extension StressSuites {
+    /// Guarantee 3 under load: nothing the library holds outlives its use.
+    ///
+    /// Memory stays flat over a
+    /// million fill/upon cycles, handlers and their captures are released on every kind of
+    /// executor, and a `ThreadExecutor` leaves no thread behind once shut down.
+    ///
+    /// The measurements run in child processes (exit tests), so no other test's memory or threads
+    /// count.
+    @Suite struct ResourceStressTests {
+        @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+        func residentMemoryStaysFlatOverAMillionFillUponCycles() async {
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                func cycles(_ count: Int) {
+                    for index in 0..<count {
+                        let deferred = Deferred<[Int]>()
+                        let mapped = deferred.map(upon: .immediate) { $0.count }
+                        deferred.upon(.immediate) { blackHole($0) }
+                        mapped.upon(.immediate) { blackHole($0) }
+                        deferred.fill(with: [index])
+                    }
+                }
+                cycles(100_000)  // warm the allocator up
+                let before = residentMemory() ?? 0
+                cycles(1_000_000)
+                let growth = (residentMemory() ?? 0) - before
+                // Kept, one cycle's objects would cost at least 150 bytes: 150 MB for a million.
+                print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
+                exit(growth < 8_000_000 ? EXIT_SUCCESS : EXIT_FAILURE)
+            }
+            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+            print("fill/upon cycles: \(report)")
+        }
+
+        @Test(.timeLimit(.minutes(2)), .enabled(if: threadCount() != nil))
+        func shutDownThreadExecutorsLeaveNoThreadBehind() async {
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                let before = threadCount() ?? 0
+                let executors = (0..<20).map { ThreadExecutor(name: "shut down \($0)") }
+                let ran = Counter()
+                for executor in executors {
+                    executor.submit { ran.increment() }
+                }
+                let during = threadCount() ?? 0
+                for executor in executors {
+                    await executor.shutdown().value
+                }
+                // A thread reports that it stopped just before it ends; give the system a moment.
+                var after = threadCount() ?? 0
+                for _ in 0..<200 where after > before {
+                    try? await Task.sleep(for: .milliseconds(10))
+                    after = threadCount() ?? 0
+                }
+                print("threads: \(before) before, \(during) with 20 executors, \(after) after shutdown")
+                exit(ran.value == 20 && during >= before + 20 && after <= before ? EXIT_SUCCESS : EXIT_FAILURE)
+            }
+            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+            print("thread executors: \(report)")
+        }
+
+        @Test func handlersAndTheirCapturesAreReleasedOnEveryKindOfExecutor() {
+            let thread = ThreadExecutor(name: "releases captures")
+            let runLoop = ThreadExecutor(name: "hosts a run loop")
+            let hosted = Deferred<RunLoopExecutor>()
+            runLoop.submit { hosted.fill(with: .current()) }
+            guard let runLoopExecutor = hosted.wait(until: .now() + 10) else {
+                Issue.record("the run loop thread did not start")
+                return
+            }
+            let operations = OperationQueue()
+            let executors: [(String, any Executor)] = [
+                ("immediate", ImmediateExecutor.immediate),
+                ("serial queue", DispatchQueue(label: "releases captures")),
+                ("concurrent queue", DispatchQueue.global()),
+                ("operation queue", operations),
+                ("thread executor", thread),
+                ("run loop executor", runLoopExecutor),
+            ]
+            for (name, executor) in executors {
+                let live = LiveCount()
+                let ran = Counter()
+                let finished = DispatchGroup()
+                do {
+                    let source = Deferred<Int>()
+                    let tracked = LifetimeTracked(live)
+                    let derived: [Future<Int>] = [
+                        source.map(upon: executor) { value in
+                            _ = tracked
+                            return value
+                        },
+                        source.andThen(upon: executor) { value in
+                            _ = tracked
+                            return Future(value: value)
+                        },
+                        source.every { value in
+                            _ = tracked
+                            return value
+                        }.eraseToFuture(),
+                    ]
+                    for future in derived + [Future(source)] {
+                        finished.enter()
+                        future.upon(executor) { _ in
+                            _ = tracked
+                            ran.increment()
+                            finished.leave()
+                        }
+                    }
+                    source.fill(with: 1)
+                }
+                #expect(finished.wait(timeout: .now() + 10) == .success, "handlers on \(name) ran")
+                #expect(ran.value == 4)
+                // The last release may happen just after the handler returns, on the executor's thread.
+                for _ in 0..<500 where live.value != 0 {
+                    Thread.sleep(forTimeInterval: 0.002)
+                }
+                #expect(live.value == 0, "captures of handlers that ran on \(name) are released")
+            }
+            #expect(thread.shutdown().wait(until: .now() + 10) != nil)
+            #expect(runLoop.shutdown().wait(until: .now() + 10) != nil)
+        }
+    }
+}
+
+/// How many threads this process has, where the platform reports it (Linux).
+private func threadCount() -> Int? {
+    #if os(Linux)
+        return try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
+    #else
+        return nil
+    #endif
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// The sizes of the stress tests, from the environment, so that CI can run them small under a
+/// sanitizer and at full size in a release build.
+///
+/// - `DEFERRED_STRESS_ROUNDS`: rounds of each race (default 10,000; CI runs 100,000).
+/// - `DEFERRED_STRESS_DEPTH`: depth of the stack-safety chains (default 1,000,000).
+/// - `DEFERRED_STRESS_GRAPHS`: random graphs to check against the model (default 200).
+/// - `DEFERRED_STRESS_SEED`: the seed of the random graphs (default: a fresh one, printed).
+public enum Stress {
+    /// Rounds of each race.
+    public static var rounds: Int {
+        integer("DEFERRED_STRESS_ROUNDS") ?? 10_000
+    }
+
+    /// Depth of the stack-safety chains.
+    public static var depth: Int {
+        integer("DEFERRED_STRESS_DEPTH") ?? 1_000_000
+    }
+
+    /// How many random graphs to check.
+    public static var graphs: Int {
+        integer("DEFERRED_STRESS_GRAPHS") ?? 200
+    }
+
+    /// The seed for random graphs: the one asked for, or a fresh one.
+    public static var seed: UInt64 {
+        ProcessInfo.processInfo.environment["DEFERRED_STRESS_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64.max)
+    }
+
+    private static func integer(_ name: String) -> Int? {
+        ProcessInfo.processInfo.environment[name].flatMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+    }
+}
