@@ -181,6 +181,19 @@ import Testing
         #expect(tail.peek() != nil)
     }
 
+    @Test func droppingAnUnfilledChainOfAMillionIgnoringViewsReleasesIt() {
+        let live = LiveCount()
+        do {
+            var tail = Deferred<Int>().ignored().eraseToFuture()
+            for _ in 0..<Self.depth {
+                tail = [tail.ignored()].allFilled().ignored().eraseToFuture()
+            }
+            let tracked = LifetimeTracked(live)
+            tail.upon(.immediate) { _ in _ = tracked }
+        }
+        #expect(live.value == 0)
+    }
+
     @Test func aFanOutOfAMillionMapsFromOneFutureFillsAndIsReleased() {
         let root = Deferred<Int>()
         let filled = Counter()
