@@ -45,71 +45,65 @@ extension StressSuites {
 
         @Test(.timeLimit(.minutes(5)))
         func aTaskAwaitingTheValueWhileItIsFilledResumesOnceWithIt() async {
-            let rounds = (0..<Stress.rounds).map { _ in Round() }
-            RaceHarness.run(
-                rounds,
-                left: { round in
-                    RaceHarness.pause(round.headStart)
-                    round.deferred.fill(with: 1)
-                },
-                right: { round in
-                    Task.immediate {
-                        let before = currentThread()
-                        let value = await round.deferred.value
-                        let suspended = currentThread() !== before  // a resumed task runs on the task pool
-                        round.outcome.mustFill(
-                            with: suspended ? .valueAfterSuspending(value) : .valueWithoutSuspending(value))
+            await RaceHarness.expectInterleavings(
+                "fill against await value",
+                expected: ["\(Outcome.valueWithoutSuspending(1))", "\(Outcome.valueAfterSuspending(1))"]
+            ) { size in
+                let rounds = (0..<size).map { _ in Round() }
+                RaceHarness.run(
+                    rounds,
+                    left: { round in
+                        RaceHarness.pause(round.headStart)
+                        round.deferred.fill(with: 1)
+                    },
+                    right: { round in
+                        Task.immediate {
+                            let before = currentThread()
+                            let value = await round.deferred.value
+                            let suspended = currentThread() !== before  // a resumed task runs on the task pool
+                            round.outcome.mustFill(
+                                with: suspended ? .valueAfterSuspending(value) : .valueWithoutSuspending(value))
+                        }
                     }
-                }
-            )
-            let counts = await tally(rounds)
-            print("race fill against await value, \(rounds.count) rounds: \(counts)")
-            #expect(counts.values.reduce(0, +) == rounds.count)
-            #expect(Set(counts.keys).isSubset(of: [.valueWithoutSuspending(1), .valueAfterSuspending(1)]))
-            #expect(counts[.valueWithoutSuspending(1), default: 0] > 0, "the value never came first")
-            #expect(counts[.valueAfterSuspending(1), default: 0] > 0, "the task never suspended")
+                )
+                return await tally(rounds)
+            }
         }
 
         @Test(.timeLimit(.minutes(5)))
         func aSuspendedGetRacingItsCancellationResumesOnceEitherWay() async {
-            // The waiting tasks are suspended in get() before the race starts, in batches so that
-            // a few thousand tasks at most wait at once.
-            let batch = min(Stress.rounds, 5_000)
-            var counts: [Outcome: Int] = [:]
-            for _ in 0..<(Stress.rounds + batch - 1) / batch {
-                var tasks: [Task<Void, Never>] = []
-                let rounds = (0..<batch).map { _ in Round() }
-                for round in rounds {
-                    tasks.append(startGet(round))
-                }
-                let fixtures = zip(rounds, tasks).map { ($0, $1) }
+            // The waiting tasks are suspended in get() before the race starts, one batch at a
+            // time, so that a few thousand tasks at most wait at once.
+            await RaceHarness.expectInterleavings(
+                "fill against cancelling a suspended get",
+                expected: ["\(Outcome.valueAfterSuspending(2))", "\(Outcome.cancelled)"]
+            ) { size in
+                let rounds = (0..<size).map { _ in Round() }
+                let fixtures = rounds.map { ($0, startGet($0)) }
                 RaceHarness.run(fixtures, left: { $0.0.deferred.fill(with: 2) }, right: { $0.1.cancel() })
-                counts.merge(await tally(rounds), uniquingKeysWith: +)
+                return await tally(rounds)
             }
-            print("race fill against cancelling a suspended get, \(counts.values.reduce(0, +)) rounds: \(counts)")
-            #expect(Set(counts.keys).isSubset(of: [.valueAfterSuspending(2), .cancelled]))
-            #expect(counts[.valueAfterSuspending(2), default: 0] > 0, "the value never won")
-            #expect(counts[.cancelled, default: 0] > 0, "the cancellation never won")
         }
 
         @Test(.timeLimit(.minutes(5)))
         func aGetStartedAndCancelledWhileTheValueArrivesResumesOnce() async {
-            let rounds = (0..<Stress.rounds).map { _ in Round() }
-            RaceHarness.run(
-                rounds,
-                left: { round in
-                    RaceHarness.pause(round.headStart)
-                    round.deferred.fill(with: 3)
-                },
-                right: { round in
-                    startGet(round).cancel()
-                }
-            )
-            let counts = await tally(rounds)
-            print("race fill against starting and cancelling get, \(rounds.count) rounds: \(counts)")
-            #expect(Set(counts.keys).isSubset(of: [.valueAfterSuspending(3), .cancelled]))
-            #expect(counts[.valueAfterSuspending(3), default: 0] > 0, "the value never won")
-            #expect(counts[.cancelled, default: 0] > 0, "the cancellation never won")
+            await RaceHarness.expectInterleavings(
+                "fill against starting and cancelling get",
+                expected: ["\(Outcome.valueAfterSuspending(3))", "\(Outcome.cancelled)"]
+            ) { size in
+                let rounds = (0..<size).map { _ in Round() }
+                RaceHarness.run(
+                    rounds,
+                    left: { round in
+                        RaceHarness.pause(round.headStart)
+                        round.deferred.fill(with: 3)
+                    },
+                    right: { round in
+                        startGet(round).cancel()
+                    }
+                )
+                return await tally(rounds)
+            }
         }
 
         /// Starts a task that reads the round's future with `get()`, on this thread until it
@@ -128,10 +122,10 @@ extension StressSuites {
         }
 
         /// How many rounds ended each way, once every waiting task has reported.
-        private func tally(_ rounds: [Round]) async -> [Outcome: Int] {
-            var counts: [Outcome: Int] = [:]
+        private func tally(_ rounds: [Round]) async -> [String: Int] {
+            var counts: [String: Int] = [:]
             for round in rounds {
-                counts[await round.outcome.value, default: 0] += 1
+                counts["\(await round.outcome.value)", default: 0] += 1
             }
             return counts
         }

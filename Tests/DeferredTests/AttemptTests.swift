@@ -292,7 +292,6 @@ import Testing
         }
         RaceHarness.expectInterleavings(
             "cancel against succeed",
-            rounds: 10_000,
             expected: ["completed first", "cancelled first"],
             setup: Round.init,
             left: { $0.writer.succeed(with: 1) },
@@ -325,7 +324,6 @@ import Testing
         }
         RaceHarness.expectInterleavings(
             "cancel against cancel",
-            rounds: 10_000,
             expected: ["cancelled once"],
             setup: Round.init,
             left: { $0.writer.attempt.cancel() },

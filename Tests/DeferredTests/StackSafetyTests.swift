@@ -8,60 +8,73 @@ import Testing
 ///
 /// Chains and fan-outs of any depth fill, and are released, without overflowing the stack.
 /// A recursive implementation crashes at these depths. The depth is 1,000,000 unless
-/// `DEFERRED_STRESS_DEPTH` says otherwise (CI runs a smaller depth under ThreadSanitizer).
+/// `DEFERRED_STRESS_DEPTH` says otherwise (CI runs a smaller depth under the sanitizers). Each
+/// test runs on a thread with an 8 MiB stack (see ``onDeepStack(_:_:)``) and prints its time.
 @Suite struct StackSafetyTests {
     static let depth = Stress.depth
 
-    @Test func aMillionMapsOnTheImmediateExecutorFill() {
-        let root = Deferred<Int>()
-        var tail = Future(root)
-        for _ in 0..<Self.depth {
-            tail = tail.map(upon: .immediate) { $0 + 1 }
+    @Test func aMillionMapsOnTheImmediateExecutorFill() async {
+        let tail = await onDeepStack("map chain, filled") {
+            let root = Deferred<Int>()
+            var tail = Future(root)
+            for _ in 0..<Self.depth {
+                tail = tail.map(upon: .immediate) { $0 + 1 }
+            }
+            root.fill(with: 0)
+            return tail.peek()
         }
-        root.fill(with: 0)
-        #expect(tail.peek() == Self.depth)
+        #expect(tail == Self.depth)
     }
 
-    @Test func aMillionAndThensOnTheImmediateExecutorFill() {
-        let root = Deferred<Int>()
-        var tail = Future(root)
-        for _ in 0..<Self.depth {
-            tail = tail.andThen(upon: .immediate) { Future(value: $0 + 1) }
+    @Test func aMillionAndThensOnTheImmediateExecutorFill() async {
+        let tail = await onDeepStack("andThen chain, filled") {
+            let root = Deferred<Int>()
+            var tail = Future(root)
+            for _ in 0..<Self.depth {
+                tail = tail.andThen(upon: .immediate) { Future(value: $0 + 1) }
+            }
+            root.fill(with: 0)
+            return tail.peek()
         }
-        root.fill(with: 0)
-        #expect(tail.peek() == Self.depth)
+        #expect(tail == Self.depth)
     }
 
-    @Test func aChainOfAndThensOverFuturesFilledLaterFills() {
-        let root = Deferred<Int>()
-        var tail = Future(root)
-        var steps: [Deferred<Int>] = []
-        for _ in 0..<Self.depth / 10 {
-            let step = Deferred<Int>()
-            steps.append(step)
-            tail = tail.andThen(upon: .immediate) { _ in step }
+    @Test func aChainOfAndThensOverFuturesFilledLaterFills() async {
+        let (tail, expected) = await onDeepStack("andThen chain over futures filled later") {
+            let root = Deferred<Int>()
+            var tail = Future(root)
+            var steps: [Deferred<Int>] = []
+            for _ in 0..<Self.depth / 10 {
+                let step = Deferred<Int>()
+                steps.append(step)
+                tail = tail.andThen(upon: .immediate) { _ in step }
+            }
+            root.fill(with: 0)
+            // Filling the last step first completes the whole chain at once when the others follow.
+            for (index, step) in steps.enumerated().reversed() {
+                step.fill(with: index)
+            }
+            return (tail.peek(), steps.count - 1)
         }
-        root.fill(with: 0)
-        // Filling the last step first completes the whole chain at once when the others follow.
-        for (index, step) in steps.enumerated().reversed() {
-            step.fill(with: index)
-        }
-        #expect(tail.peek() == steps.count - 1)
+        #expect(tail == expected)
     }
 
-    @Test func aMillionHandlersOnOneFutureRun() {
-        let deferred = Deferred<Int>()
-        let ran = Counter()
-        for _ in 0..<Self.depth {
-            deferred.upon(.immediate) { _ in ran.increment() }
+    @Test func aMillionHandlersOnOneFutureRun() async {
+        let ran = await onDeepStack("handler fan-out, filled") {
+            let deferred = Deferred<Int>()
+            let ran = Counter()
+            for _ in 0..<Self.depth {
+                deferred.upon(.immediate) { _ in ran.increment() }
+            }
+            deferred.fill(with: 1)
+            return ran.value
         }
-        deferred.fill(with: 1)
-        #expect(ran.value == Self.depth)
+        #expect(ran == Self.depth)
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionMapsReleasesIt() {
+    @Test func droppingAnUnfilledChainOfAMillionMapsReleasesIt() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("map chain, dropped") {
             let root = Deferred<Int>()
             var tail = Future(root)
             for _ in 0..<Self.depth {
@@ -73,9 +86,9 @@ import Testing
         #expect(live.value == 0, "the handler at the end of the chain was released")
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionAndThensReleasesIt() {
+    @Test func droppingAnUnfilledChainOfAMillionAndThensReleasesIt() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("andThen chain, dropped") {
             let root = Deferred<Int>()
             var tail = Future(root)
             for _ in 0..<Self.depth {
@@ -87,9 +100,9 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func droppingAnUnfilledFutureWithAMillionHandlersReleasesThem() {
+    @Test func droppingAnUnfilledFutureWithAMillionHandlersReleasesThem() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("handler fan-out, dropped") {
             let deferred = Deferred<Int>()
             let tracked = LifetimeTracked(live)
             for _ in 0..<Self.depth {
@@ -99,19 +112,22 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aChainOfAMillionAllFilledJoinsFills() {
-        let root = Deferred<Int>()
-        var tail = Future(root)
-        for _ in 0..<Self.depth {
-            tail = [tail, Future(value: 1)].allFilled().every { $0[0] + $0[1] }.eraseToFuture()
+    @Test func aChainOfAMillionAllFilledJoinsFills() async {
+        let tail = await onDeepStack("allFilled chain, filled") {
+            let root = Deferred<Int>()
+            var tail = Future(root)
+            for _ in 0..<Self.depth {
+                tail = [tail, Future(value: 1)].allFilled().every { $0[0] + $0[1] }.eraseToFuture()
+            }
+            root.fill(with: 0)
+            return tail.peek()
         }
-        root.fill(with: 0)
-        #expect(tail.peek() == Self.depth)
+        #expect(tail == Self.depth)
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionAllFilledJoinsReleasesIt() {
+    @Test func droppingAnUnfilledChainOfAMillionAllFilledJoinsReleasesIt() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("allFilled chain, dropped") {
             var tail = Future(Deferred<Int>())
             for _ in 0..<Self.depth {
                 tail = [tail].allFilled().map(upon: .immediate) { $0[0] }
@@ -122,22 +138,25 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aMillionEverysOverEveryFill() {
-        let root = Deferred<Int>()
-        var tail = root.every { $0 }
-        for _ in 0..<Self.depth {
-            tail = tail.every { $0 + 1 }
+    @Test func aMillionEverysOverEveryFill() async {
+        let (delivered, read) = await onDeepStack("every over every, filled") {
+            let root = Deferred<Int>()
+            var tail = root.every { $0 }
+            for _ in 0..<Self.depth {
+                tail = tail.every { $0 + 1 }
+            }
+            let filled = Deferred<Int>()
+            tail.upon(.immediate) { filled.fill(with: $0) }
+            root.fill(with: 0)
+            return (filled.peek(), tail.peek())
         }
-        let filled = Deferred<Int>()
-        tail.upon(.immediate) { filled.fill(with: $0) }
-        root.fill(with: 0)
-        #expect(filled.peek() == Self.depth)
-        #expect(tail.peek() == Self.depth, "every read applies the whole chain again")
+        #expect(delivered == Self.depth)
+        #expect(read == Self.depth, "every read applies the whole chain again")
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionEverysReleasesIt() {
+    @Test func droppingAnUnfilledChainOfAMillionEverysReleasesIt() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("every over every, dropped") {
             let tracked = LifetimeTracked(live)
             let root = Deferred<Int>()
             var tail = root.every { [tracked] value in withExtendedLifetime(tracked) { value } }
@@ -149,41 +168,47 @@ import Testing
         #expect(live.value == 0, "the first step's captures were released with the chain")
     }
 
-    @Test func aMillionEverysEachErasedToAFutureFillAndAreReleased() {
-        let root = Deferred<Int>()
-        var tail = Future(root)
-        for _ in 0..<Self.depth {
-            tail = tail.every { $0 + 1 }.eraseToFuture()
-        }
-        let joined = [tail].allFilled()
-        root.fill(with: 0)
-        #expect(tail.peek() == Self.depth)
-        #expect(joined.peek() == [Self.depth])
+    @Test func aMillionEverysEachErasedToAFutureFillAndAreReleased() async {
         let live = LiveCount()
-        do {
-            var unfilled = Future(Deferred<Int>())
+        let (tail, joined) = await onDeepStack("erased every chain, filled and dropped") {
+            let root = Deferred<Int>()
+            var tail = Future(root)
             for _ in 0..<Self.depth {
-                unfilled = unfilled.every { $0 }.eraseToFuture()
+                tail = tail.every { $0 + 1 }.eraseToFuture()
             }
-            let tracked = LifetimeTracked(live)
-            unfilled.upon(.immediate) { _ in _ = tracked }
+            let joined = [tail].allFilled()
+            root.fill(with: 0)
+            do {
+                var unfilled = Future(Deferred<Int>())
+                for _ in 0..<Self.depth {
+                    unfilled = unfilled.every { $0 }.eraseToFuture()
+                }
+                let tracked = LifetimeTracked(live)
+                unfilled.upon(.immediate) { _ in _ = tracked }
+            }
+            return (tail.peek(), joined.peek())
         }
+        #expect(tail == Self.depth)
+        #expect(joined == [Self.depth])
         #expect(live.value == 0)
     }
 
-    @Test func aChainOfAMillionIgnoringViewsFills() {
-        let root = Deferred<Int>()
-        var tail = root.ignored().eraseToFuture()
-        for _ in 0..<Self.depth {
-            tail = [tail.ignored()].allFilled().ignored().eraseToFuture()
+    @Test func aChainOfAMillionIgnoringViewsFills() async {
+        let filled = await onDeepStack("ignoring-view chain, filled") {
+            let root = Deferred<Int>()
+            var tail = root.ignored().eraseToFuture()
+            for _ in 0..<Self.depth {
+                tail = [tail.ignored()].allFilled().ignored().eraseToFuture()
+            }
+            root.fill(with: 0)
+            return tail.isFilled
         }
-        root.fill(with: 0)
-        #expect(tail.peek() != nil)
+        #expect(filled)
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionIgnoringViewsReleasesIt() {
+    @Test func droppingAnUnfilledChainOfAMillionIgnoringViewsReleasesIt() async {
         let live = LiveCount()
-        do {
+        await onDeepStack("ignoring-view chain, dropped") {
             var tail = Deferred<Int>().ignored().eraseToFuture()
             for _ in 0..<Self.depth {
                 tail = [tail.ignored()].allFilled().ignored().eraseToFuture()
@@ -194,32 +219,40 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aFanOutOfAMillionMapsFromOneFutureFillsAndIsReleased() {
-        let root = Deferred<Int>()
-        let filled = Counter()
+    @Test func aFanOutOfAMillionMapsFromOneFutureFillsAndIsReleased() async {
         let live = LiveCount()
-        do {
-            let tracked = LifetimeTracked(live)
-            let mapped = (0..<Self.depth).map { offset in
-                root.map(upon: .immediate) { [tracked] value in withExtendedLifetime(tracked) { value + offset } }
+        let (unfilledBefore, last, filled, liveAfterFill) = await onDeepStack("map fan-out, filled and dropped") {
+            let root = Deferred<Int>()
+            let filled = Counter()
+            var unfilledBefore: Int?
+            var last: Int?
+            do {
+                let tracked = LifetimeTracked(live)
+                let mapped = (0..<Self.depth).map { offset in
+                    root.map(upon: .immediate) { [tracked] value in withExtendedLifetime(tracked) { value + offset } }
+                }
+                for future in mapped {
+                    future.upon(.immediate) { _ in filled.increment() }
+                }
+                unfilledBefore = mapped.last?.peek()
+                root.fill(with: 1)
+                last = mapped.last?.peek()
             }
-            for future in mapped {
-                future.upon(.immediate) { _ in filled.increment() }
+            let liveAfterFill = live.value
+            do {
+                let unfilled = Deferred<Int>()
+                let tracked = LifetimeTracked(live)
+                for _ in 0..<Self.depth {
+                    unfilled.map(upon: .immediate) { [tracked] value in withExtendedLifetime(tracked) { value } }
+                        .upon(.immediate) { _ in }
+                }
             }
-            #expect(mapped.last?.peek() == nil)
-            root.fill(with: 1)
-            #expect(mapped.last?.peek() == Self.depth)
+            return (unfilledBefore, last, filled.value, liveAfterFill)
         }
-        #expect(filled.value == Self.depth)
-        #expect(live.value == 0)
-        do {
-            let unfilled = Deferred<Int>()
-            let tracked = LifetimeTracked(live)
-            for _ in 0..<Self.depth {
-                unfilled.map(upon: .immediate) { [tracked] value in withExtendedLifetime(tracked) { value } }
-                    .upon(.immediate) { _ in }
-            }
-        }
+        #expect(unfilledBefore == nil)
+        #expect(last == Self.depth)
+        #expect(filled == Self.depth)
+        #expect(liveAfterFill == 0)
         #expect(live.value == 0, "an unfilled fan-out is released with its source")
     }
 }

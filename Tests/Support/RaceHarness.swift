@@ -3,12 +3,20 @@ import Foundation
 import Synchronization
 public import Testing
 
-/// Runs two sides of a race on two dedicated threads, released at the same instant, for many
-/// rounds, and counts how often each interleaving happened.
+/// Runs two sides of a race on two dedicated threads, released together, for many rounds, and
+/// counts how often each interleaving happened.
 ///
-/// A naive race test on two cores lands in the same interleaving almost every time. Here each
-/// round waits at a two-party start gate, and then each side spins for its own pseudo-random
-/// few iterations, so that either side may go first and the two often overlap.
+/// A naive race test on two cores lands in the same interleaving almost every time, and on a
+/// busy machine one thread often runs its side before the other is even scheduled. Here each
+/// round starts at a spin gate that releases both threads at the same instant while both are
+/// running, then each side pauses for a random few steps on a random scale (from none to a few
+/// microseconds), so that either side may go first and the two often overlap. Rounds run in
+/// batches until every named interleaving has been seen (see ``InterleavingSearch``).
+///
+/// Hard assertions (exactly once, one winner, order) are checked in every round and always
+/// fail the test. An interleaving that is still missing when the budget is spent fails the test
+/// only where ``Stress/requiresEveryInterleaving`` says so (CI's release stress stage); the
+/// default run prints it with the counts. Docs/Reliability.md explains why.
 public enum RaceHarness {
     /// The side of the race the caller runs on: `"left"`, `"right"`, or `nil` off the harness
     /// threads. (A task-local bound outside any task is local to the thread.)
@@ -22,16 +30,16 @@ public enum RaceHarness {
         left: @escaping @Sendable (Fixture) -> Void,
         right: @escaping @Sendable (Fixture) -> Void
     ) {
-        let gate = StartGate()
+        let gate = SpinGate()
         let finished = DispatchGroup()
-        for (name, side, isLeft) in [("left", left, true), ("right", right, false)] {
+        for (name, side) in [("left", left), ("right", right)] {
             finished.enter()
             let thread = Thread {
                 $currentSide.withValue(name) {
-                    var random = SplitMix(seed: isLeft ? 1 : 2)
+                    var random = SplitMix(seed: .random(in: 1...UInt64.max))
                     for (round, fixture) in fixtures.enumerated() {
                         gate.arrive(round: round)
-                        pause(Int(random.next() % 1_024))
+                        pause(stagger(&random))
                         side(fixture)
                     }
                 }
@@ -42,61 +50,115 @@ public enum RaceHarness {
         finished.wait()
     }
 
-    /// Runs a race and checks that every interleaving in `expected` happened at least once.
+    /// Runs a race until every interleaving in `expected` has happened, and reports the counts.
     ///
-    /// `classify` names the interleaving of each finished round. The counts are printed so the
-    /// log shows how the race went.
+    /// `classify` names the interleaving of each finished round and checks its hard assertions.
+    /// At least `rounds` rounds run; more run, up to the round and time budget, while an
+    /// interleaving is missing. A missing interleaving fails the test if `requireEvery` is set.
     public static func expectInterleavings<Fixture: Sendable>(
         _ name: String,
-        rounds: Int,
+        rounds: Int = Stress.rounds,
         expected: Set<String>,
+        requireEvery: Bool = Stress.requiresEveryInterleaving,
         setup: () -> Fixture,
         left: @escaping @Sendable (Fixture) -> Void,
         right: @escaping @Sendable (Fixture) -> Void,
         classify: (Fixture) -> String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        let fixtures = (0..<rounds).map { _ in setup() }
-        run(fixtures, left: left, right: right)
-        var counts: [String: Int] = [:]
-        for fixture in fixtures {
-            counts[classify(fixture), default: 0] += 1
+        var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
+        let started = ContinuousClock.now
+        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > Stress.raceTimeBudget) {
+            let fixtures = (0..<size).map { _ in setup() }
+            run(fixtures, left: left, right: right)
+            var batch: [String: Int] = [:]
+            for fixture in fixtures {
+                batch[classify(fixture), default: 0] += 1
+            }
+            search.record(batch)
         }
-        let summary = counts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-        print("race \(name), \(rounds) rounds: \(summary)")
-        for interleaving in expected {
-            #expect(
-                counts[interleaving, default: 0] > 0, "'\(interleaving)' never happened in \(name)",
-                sourceLocation: sourceLocation)
+        report(search, name: name, requireEvery: requireEvery, sourceLocation: sourceLocation)
+    }
+
+    /// Runs a race whose rounds end asynchronously until every interleaving in `expected` has
+    /// happened, and reports the counts.
+    ///
+    /// `batch` runs the given number of rounds and returns how often each interleaving happened.
+    public static func expectInterleavings(
+        _ name: String,
+        rounds: Int = Stress.rounds,
+        expected: Set<String>,
+        requireEvery: Bool = Stress.requiresEveryInterleaving,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        batch: (Int) async -> [String: Int]
+    ) async {
+        var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
+        let started = ContinuousClock.now
+        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > Stress.raceTimeBudget) {
+            search.record(await batch(size))
         }
-        #expect(
-            Set(counts.keys).isSubset(of: expected), "unexpected outcomes in \(name): \(summary)",
-            sourceLocation: sourceLocation)
+        report(search, name: name, requireEvery: requireEvery, sourceLocation: sourceLocation)
+    }
+
+    /// Prints the counts, fails on an unexpected interleaving, and on a missing one where every
+    /// interleaving is required.
+    private static func report(
+        _ search: InterleavingSearch, name: String, requireEvery: Bool, sourceLocation: SourceLocation
+    ) {
+        print(search.summary(name))
+        for outcome in search.unexpected {
+            Issue.record("unexpected outcome '\(outcome)' in \(name)", sourceLocation: sourceLocation)
+        }
+        for interleaving in search.missing {
+            if requireEvery {
+                Issue.record(
+                    "'\(interleaving)' never happened in \(name) in \(search.rounds) rounds",
+                    sourceLocation: sourceLocation)
+            } else {
+                print(
+                    "race \(name): '\(interleaving)' not seen in \(search.rounds) rounds on this machine now; "
+                        + "not a failure here (DEFERRED_STRESS_STRICT=1 makes it one, as in CI's release stage)")
+            }
+        }
     }
 
     /// Busy-waits for `iterations` steps of a nanosecond or so.
     ///
-    /// It shifts one side of a race against the other. Each step is an atomic load, which an optimized build cannot remove.
+    /// It shifts one side of a race against the other. Each step is an atomic load, which an
+    /// optimized build cannot remove.
     public static func pause(_ iterations: Int) {
         for _ in 0..<iterations {
             _ = pauseTicks.load(ordering: .relaxed)
         }
+    }
+
+    /// A random pause on a random scale: none, a few steps, or up to a few thousand, so that
+    /// rounds cover exact overlap as well as clear leads of either side.
+    private static func stagger(_ random: inout SplitMix) -> Int {
+        let scales = [0, 16, 128, 1_024, 8_192]
+        let scale = scales[Int(random.next() % UInt64(scales.count))]
+        return scale == 0 ? 0 : Int(random.next() % UInt64(scale))
     }
 }
 
 /// What ``RaceHarness/pause(_:)`` reads at each step.
 private let pauseTicks = Atomic<Int>(0)
 
-/// A reusable two-party barrier: both threads leave round `n` only once both have arrived.
-private final class StartGate: Sendable {
+/// A reusable two-party spin gate: both threads leave round `n` once both have arrived.
+///
+/// The second thread to arrive opens the gate, and the first, which is spinning, sees it within
+/// a cache-line transfer, so both leave while both are running. A thread that has spun for long
+/// (its partner is not running: the machine is busy) yields now and then, so a loaded machine
+/// still makes progress.
+private final class SpinGate: Sendable {
     private let arrivals = Atomic<Int>(0)
 
     func arrive(round: Int) {
         arrivals.add(1, ordering: .acquiringAndReleasing)
         var spins = 0
         while arrivals.load(ordering: .acquiring) < 2 * (round + 1) {
-            spins += 1
-            if spins > 20_000 {
+            spins &+= 1
+            if spins & 0xFFFF == 0 {
                 sched_yield()
             }
         }

@@ -7,6 +7,8 @@ import Foundation
 /// - `DEFERRED_STRESS_DEPTH`: depth of the stack-safety chains (default 1,000,000).
 /// - `DEFERRED_STRESS_GRAPHS`: random graphs to check against the model (default 200).
 /// - `DEFERRED_STRESS_SEED`: the seed of the random graphs (default: a fresh one, printed).
+/// - `DEFERRED_STRESS_STRICT`: `1` makes an interleaving that a race never produced a failure
+///   (CI's release stress stage sets it; by default it is printed, not failed).
 public enum Stress {
     /// Rounds of each race.
     public static var rounds: Int {
@@ -16,6 +18,21 @@ public enum Stress {
     /// Depth of the stack-safety chains.
     public static var depth: Int {
         integer("DEFERRED_STRESS_DEPTH") ?? 1_000_000
+    }
+
+    /// Whether a race test fails when one of its interleavings never happened.
+    ///
+    /// Hard assertions fail everywhere; this is only about *coverage*. On a machine that is busy
+    /// with other work, a rare interleaving may not show up in a default run however the harness
+    /// tries, and a new user's `swift test` must not fail for that. CI's release stress stage runs
+    /// 100,000 rounds on an otherwise idle machine and sets `DEFERRED_STRESS_STRICT=1`.
+    public static var requiresEveryInterleaving: Bool {
+        integer("DEFERRED_STRESS_STRICT") == 1
+    }
+
+    /// How long a race keeps running extra rounds to find a missing interleaving.
+    public static var raceTimeBudget: Duration {
+        requiresEveryInterleaving ? .seconds(60) : .seconds(10)
     }
 
     /// How many random graphs to check.
