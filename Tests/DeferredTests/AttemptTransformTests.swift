@@ -128,7 +128,13 @@ import Testing
         #expect(first.peek() == nil)
         writers[2].fail(with: .failed(2))
         #expect(first.peek() == .failure(.failed(2)))
-        #expect([Attempt<Int, TestError>]().firstSucceeded().peek() == .failure(.cancelled))
+    }
+
+    @Test func firstSucceededOfNoAttemptsWaitsUntilItIsCancelled() {
+        let none = [Attempt<Int, TestError>]().firstSucceeded()
+        #expect(none.peek() == nil, "no attempt can succeed first, and none failed")
+        none.cancel()
+        #expect(none.peek() == .failure(.cancelled))
     }
 
     @Test func getReturnsTheValueOrThrowsTheTypedError() async throws {

@@ -99,7 +99,7 @@ import Testing
             let growth = (residentMemory() ?? 0) - before
             // Kept, each cancelled waiter would cost about 100 bytes: 10 MB for 100,000.
             print("resident memory grew by \(growth) bytes")
-            exit(growth < 3_000_000 ? EXIT_SUCCESS : EXIT_FAILURE)
+            endExitTest(passed: growth < 3_000_000)
         }
         let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
         print("100,000 cancelled waiters on one unfilled future: \(report)")

@@ -9,3 +9,17 @@ public enum TestError: CancellableError, Equatable {
     /// Work took too long.
     case timedOut
 }
+
+extension Result {
+    /// The error, if this is a failure.
+    public var failureValue: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}
+
+extension Result {
+    /// The value, if this is a success.
+    public var successValue: Success? {
+        if case .success(let value) = self { value } else { nil }
+    }
+}

@@ -1,3 +1,4 @@
+import Deferred
 import Dispatch
 import NIOCore
 import NIOPosix
@@ -76,4 +77,23 @@ func runBlocking(_ body: @escaping @Sendable () async -> Void) {
         finished.signal()
     }
     finished.wait()
+}
+
+/// The failure of the failable scenarios (S10, S11): a typed error with a cancellation case.
+enum BenchFailure: CancellableError {
+    case failed
+    case cancelled
+}
+
+/// An unfilled, failable OpenCombine future and the promise that fills it; see
+/// ``makeCombineFuture()``.
+func makeFailableCombineFuture() -> (
+    future: OpenCombine.Future<Int, BenchFailure>, promise: OpenCombine.Future<Int, BenchFailure>.Promise
+) {
+    final class PromiseBox {
+        var promise: OpenCombine.Future<Int, BenchFailure>.Promise?
+    }
+    let box = PromiseBox()
+    let future = OpenCombine.Future<Int, BenchFailure> { box.promise = $0 }
+    return (future, box.promise!)
 }

@@ -36,9 +36,9 @@ public struct Trial {
     }
 }
 
-/// One of the benchmark scenarios S1–S9 of `shared/BENCHMARKS.md`.
+/// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, and S10–S11 for attempts.
 public struct Scenario: Sendable {
-    /// The scenario's id, `S1` to `S9`.
+    /// The scenario's id, `S1` to `S11`.
     public let id: String
     /// What it does, in a few words.
     public let title: String
@@ -63,6 +63,7 @@ extension Scenario {
     /// Every scenario, in order.
     public static let all: [Scenario] = [
         .createFillUpon, .createUponFill, .fanOut, .mapChain, .join,
-        .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory,
+        .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory, .attemptCreateSucceed,
+        .attemptMapChain,
     ]
 }

@@ -11,25 +11,37 @@ extension Attempt {
     /// }
     /// ```
     ///
-    /// The error is typed. If the awaiting task is cancelled, this throws `Failure.cancelled` at
-    /// once and cancels the attempt unless something else needs it.
+    /// The error is typed. It returns the result as it was decided, like ``peek()``: a
+    /// cancellation that comes after the attempt succeeded does not change it. While the task
+    /// waits, the attempt counts as needed; if the awaiting task is cancelled, this throws the
+    /// attempt's cancellation error at once and cancels the attempt unless something else needs
+    /// it. (An attempt whose failure type has no cancellation error keeps waiting for its
+    /// result.)
     ///
     /// - Returns: The value.
-    /// - Throws: The attempt's failure, or `Failure.cancelled`.
+    /// - Throws: The attempt's failure, or its cancellation error.
     nonisolated(nonsending)
         public func get() async throws(Failure) -> Success
     {
-        guard let control else {
-            return try result.peek().unsafelyUnwrapped.get()
+        if let result = node.settledPeek() {
+            return try result.get()
         }
-        control.addDemand()
-        defer { control.dropDemand() }
+        guard let unit = node.takeDemand(handOver: false) else {
+            node.settleIfAbandoned()
+            return try await Future(storage: node).value.get()
+        }
         let result: Result<Success, Failure>
         do {
-            result = try await control.result.get()
+            result = try await Future(storage: node).get()
         } catch {
-            throw Failure.cancelled  // The awaiting task was cancelled.
+            // The awaiting task was cancelled: stop needing the attempt, then report it.
+            AttemptHub.releaseUnit(on: unit)
+            guard let cancellation = node.cancellationError else {
+                return try await Future(storage: node).value.get()
+            }
+            throw cancellation
         }
+        AttemptHub.releaseUnit(on: unit)
         return try result.get()
     }
 }

@@ -1,35 +1,88 @@
 public import Dispatch
 
 extension Attempt {
-    /// Calls `body` with the value, on `executor`, if the attempt succeeds.
+    /// Calls `body` with the value, on `executor`, if the attempt succeeds and is not cancelled.
+    ///
+    /// A cancellation withdraws the callback: if ``cancel()`` has returned by the time `body`
+    /// would start, it never runs, even if the attempt had already succeeded. So code that
+    /// cancels the previous request before it starts the next one never sees a stale result.
+    ///
+    /// It returns this attempt, so the failure callback can follow:
+    ///
+    /// ```swift
+    /// search(query)
+    ///     .uponSuccess(.main) { show($0) }
+    ///     .uponFailure(.main) { showError($0) }
+    /// ```
     ///
     /// - Parameters:
     ///   - executor: Where `body` runs; a global concurrent Dispatch queue by default.
     ///   - body: Called once with the value, or never.
+    /// - Returns: This attempt.
+    @inlinable
+    @discardableResult
     public func uponSuccess(
         _ executor: some Executor = DispatchQueue.global(),
         execute body: @escaping @Sendable (Success) -> Void
-    ) {
-        upon(executor) { result in
-            if case .success(let value) = result {
+    ) -> Attempt {
+        if let result = resultToDeliverInPlace(on: executor) {
+            if case .success(let value) = result, !node.isCancelledFlag {
                 body(value)
             }
+        } else {
+            node.upon(executor) { [node] result in
+                if case .success(let value) = result, !node.isCancelledFlag {
+                    body(value)
+                }
+            }
         }
+        return self
     }
 
-    /// Calls `body` with the error, on `executor`, if the attempt fails (or is cancelled).
+    /// Calls `body` with the error, on `executor`, if the attempt fails and is not cancelled.
+    ///
+    /// A cancelled attempt — cancelled itself, or failed because an attempt it depends on was
+    /// cancelled — calls no failure callback: cancelling is the consumer's choice, not an error
+    /// to report. Use ``upon(_:execute:)`` and ``isCancelled`` to see cancellations too. Like
+    /// ``uponSuccess(_:execute:)``, a cancellation withdraws the callback if it has not
+    /// started.
     ///
     /// - Parameters:
     ///   - executor: Where `body` runs; a global concurrent Dispatch queue by default.
     ///   - body: Called once with the error, or never.
+    /// - Returns: This attempt.
+    @inlinable
+    @discardableResult
     public func uponFailure(
         _ executor: some Executor = DispatchQueue.global(),
         execute body: @escaping @Sendable (Failure) -> Void
-    ) {
-        upon(executor) { result in
-            if case .failure(let error) = result {
+    ) -> Attempt {
+        if let result = resultToDeliverInPlace(on: executor) {
+            if case .failure(let error) = result, !node.isCancelledFlag {
                 body(error)
             }
+        } else {
+            node.upon(executor) { [node] result in
+                if case .failure(let error) = result, !node.isCancelledFlag {
+                    body(error)
+                }
+            }
         }
+        return self
+    }
+
+    /// Pins the attempt for a success or failure callback, and returns the result if the callback
+    /// can run right here: the attempt has finished and `executor` runs bodies in place.
+    ///
+    /// Otherwise the callback is added as a handler, which looks at the cancelled flag as it
+    /// starts, so that a cancellation before then withdraws it.
+    @inlinable
+    internal func resultToDeliverInPlace(on executor: some Executor) -> Result<Success, Failure>? {
+        node.pin()
+        guard executor.runsInPlace else {
+            node.settleIfAbandoned()
+            return nil
+        }
+        return node.settledPeek()
     }
 }

@@ -1,3 +1,5 @@
+public import Synchronization
+
 extension Collection {
     /// Returns an attempt that succeeds with every value, in collection order, once all these
     /// attempts succeed, and fails as soon as one fails, with that error.
@@ -6,69 +8,247 @@ extension Collection {
     /// let pages = ids.map(api.page).allSucceeded()   // Attempt<[Page], APIError>
     /// ```
     ///
-    /// When the joined attempt fails or is cancelled, the attempts still running are cancelled,
-    /// unless something else needs them. An empty collection succeeds at once with `[]`.
+    /// The failure is the first in time, not in collection order. When the joined attempt
+    /// fails or is cancelled, the attempts still running are cancelled, unless something else
+    /// needs them; if one of them is cancelled, the joined attempt is cancelled too. An empty
+    /// collection succeeds at once with `[]`.
     ///
     /// - Returns: An attempt of all the values.
     public func allSucceeded<Success, Failure>() -> Attempt<[Success], Failure>
     where Element == Attempt<Success, Failure> {
-        guard !isEmpty else {
-            return Attempt(success: [])
+        guard let first = first else {
+            return Attempt(result: .success([]))
         }
-        let joined = AttemptControl<[Success], Failure>()
-        let values = map { _ in Deferred<Success>() }
-        let remaining = Countdown(values.count) {
-            joined.complete(with: .success(values.map { $0.peek().unsafelyUnwrapped }))
+        let join = AllSucceededAttemptNode<Success, [Success], Failure>(
+            count: count, cancellation: first.node.cancellation, combine: { $0 })
+        join.holdDemand(of: map(\.node))
+        var queue = DrainQueue()
+        for (index, input) in enumerated() where !join.isDecided {
+            join.link(input, at: index, in: &queue) { $0 }
         }
-        for (attempt, value) in zip(self, values) {
-            attempt.control?.addDemand(until: joined)
-            attempt.result.upon(ImmediateExecutor.shared) { result in
-                switch result {
-                case .success(let success):
-                    value.fill(with: success)
-                    remaining.arrive()
-                case .failure(let error):
-                    joined.complete(with: .failure(error))
-                }
-            }
-        }
-        return Attempt(joined)
+        queue.drain()
+        return Attempt(node: join)
     }
 }
 
 extension Sequence {
     /// Returns an attempt that succeeds with the value of whichever of these attempts succeeds
-    /// first, and fails with the last error if all fail.
+    /// first, and fails with the last failure if all fail.
     ///
     /// ```swift
     /// let reply = [primary.lookup(key), replica.lookup(key)].firstSucceeded()
     /// ```
     ///
-    /// Once one succeeds, the others are cancelled, unless something else needs them. An empty
-    /// sequence fails at once with `Failure.cancelled`: there is nothing to wait for.
+    /// Once one succeeds, the others are cancelled, unless something else needs them. If every
+    /// one fails and the last was cancelled, the result is cancelled too. An empty sequence
+    /// gives an attempt that never finishes unless it is cancelled, like ``Future/never``.
     ///
     /// - Returns: An attempt of the first value.
     public func firstSucceeded<Success, Failure>() -> Attempt<Success, Failure>
     where Element == Attempt<Success, Failure> {
         let attempts = Array(self)
-        guard !attempts.isEmpty else {
-            return Attempt(failure: .cancelled)
+        let join = FirstSucceededAttemptNode<Success, Failure>(
+            count: attempts.count, cancellation: attempts.first?.node.cancellation)
+        join.holdDemand(of: attempts.map(\.node))
+        var queue = DrainQueue()
+        for (index, input) in attempts.enumerated() where !join.isDecided {
+            join.link(input, at: index, in: &queue) { $0 }
         }
-        let first = AttemptControl<Success, Failure>()
-        let remaining = Countdown(attempts.count) {}
-        for attempt in attempts {
-            attempt.control?.addDemand(until: first)
-            attempt.result.upon(ImmediateExecutor.shared) { result in
-                switch result {
-                case .success:
-                    first.complete(with: result)
-                case .failure:
-                    if remaining.arrive() {
-                        first.complete(with: result)
-                    }
-                }
-            }
-        }
-        return Attempt(first)
+        queue.drain()
+        return Attempt(node: join)
     }
 }
+
+extension Attempt {
+    /// Returns an attempt that succeeds with a tuple of this attempt's value and the others'
+    /// values once all of them succeed, and fails as soon as one fails, with that error.
+    ///
+    /// The attempts may have different success types and share one failure type:
+    ///
+    /// ```swift
+    /// let screen = api.user(id).and(api.avatar(id), api.settings())  // Attempt<(User, Image, Settings), APIError>
+    /// ```
+    ///
+    /// Like ``Swift/Collection/allSucceeded()``, a failure or cancellation cancels the attempts
+    /// still running unless something else needs them.
+    ///
+    /// - Parameter others: The attempts to join with this one.
+    /// - Returns: An attempt of all the values, in argument order.
+    public func and<each Other: Sendable>(
+        _ others: repeat Attempt<each Other, Failure>
+    ) -> Attempt<(Success, repeat each Other), Failure> {
+        var inputs: [any DemandSource] = [node]
+        for other in repeat each others {
+            inputs.append(other.node)
+        }
+        let join = AllSucceededAttemptNode<any Sendable, (Success, repeat each Other), Failure>(
+            count: inputs.count, cancellation: node.cancellation
+        ) { values in
+            var index = 0
+            func next<Value>(_: Value.Type) -> Value {
+                defer { index += 1 }
+                return values[index] as! Value
+            }
+            return (next(Success.self), repeat next((each Other).self))
+        }
+        join.holdDemand(of: inputs)
+        var queue = DrainQueue()
+        var index = 0
+        join.link(self, at: index, in: &queue) { $0 }
+        for other in repeat each others {
+            index += 1
+            join.link(other, at: index, in: &queue) { $0 }
+        }
+        queue.drain()
+        return Attempt<(Success, repeat each Other), Failure>(node: join)
+    }
+}
+
+/// A join of several attempts: owns a hub that holds one unit of demand per input, and stores
+/// what each input delivers.
+@usableFromInline
+internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
+    @unchecked Sendable
+{
+    /// How many inputs have not delivered yet.
+    @usableFromInline
+    internal let remaining: Atomic<Int>
+
+    @usableFromInline
+    internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
+        remaining = Atomic(count)
+        super.init(owningHubWith: cancellation)
+    }
+
+    /// Stores what the input at `index` delivered.
+    @usableFromInline
+    internal func arrive(
+        at index: Int, with result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
+    ) {
+        fatalError("abstract")
+    }
+
+    /// Makes the hub hold a unit of demand of each of `inputs`; called once, before the inputs
+    /// are linked, so that a join that fails at once still releases them.
+    @usableFromInline
+    internal final func holdDemand(of inputs: [any DemandSource]) {
+        var units: [AttemptHub] = []
+        for input in inputs {
+            if let unit = input.takeDemand(handOver: true) {
+                units.append(unit)
+            } else {
+                input.settleIfAbandoned()
+            }
+        }
+        let list = AttemptHubList(units)
+        if !consumerHub().upstream.exchangeUnlessTagged(list).exchanged {
+            list.hubs.forEach(AttemptHub.releaseUnit(on:))
+        }
+    }
+
+    /// Links `input`, the input at `index`, whose value `box` turns into an element.
+    @usableFromInline
+    internal final func link<Input: Sendable>(
+        _ input: Attempt<Input, Failure>,
+        at index: Int,
+        in queue: inout DrainQueue,
+        box: @escaping @Sendable (Input) -> Element
+    ) {
+        input.node.link(self, in: &queue) { source, node, result, queue in
+            unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
+                at: index, with: result.map(box),
+                cancelled: AttemptNode<Input, Failure>.source(source).isCancelledFlag, in: &queue)
+        }
+    }
+}
+
+/// The join of `allSucceeded` and `and`: succeeds once every input succeeded, fails at the first
+/// failure.
+///
+/// `@unchecked Sendable` is sound because each slot is written once, by the one handler run of
+/// the input at that position, and the slots are read only by the arrival that brings
+/// `remaining` to zero; the acquiring-and-releasing decrement orders every write before that
+/// read.
+@usableFromInline
+internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendable, Failure: Error>:
+    JoinAttemptNode<Element, Success, Failure>, @unchecked Sendable
+{
+    @usableFromInline
+    internal let slots: UnsafeMutableBufferPointer<Element?>
+
+    @usableFromInline
+    internal let combine: @Sendable ([Element]) -> Success
+
+    @usableFromInline
+    internal init(
+        count: Int, cancellation: CancellationErrorSource<Failure>?, combine: @escaping @Sendable ([Element]) -> Success
+    ) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+        self.combine = combine
+        super.init(count: count, cancellation: cancellation)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    @usableFromInline
+    override internal func arrive(
+        at index: Int, with result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
+    ) {
+        switch passedOn(result, cancelled: cancelled) {
+        case .success(let value):
+            slots[index] = value
+            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+                let values = slots.indices.map { slots[$0].take().unsafelyUnwrapped }
+                decide(.success(combine(values)), cancelled: false, in: &queue)
+            }
+        case .failure(let error):
+            decide(.failure(error), cancelled: cancelled, in: &queue)
+        }
+    }
+}
+
+/// The join of `firstSucceeded`: succeeds with the first success, fails with the last failure.
+@usableFromInline
+internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error>:
+    JoinAttemptNode<Success, Success, Failure>, @unchecked Sendable
+{
+    @usableFromInline
+    override internal func arrive(
+        at index: Int, with result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue
+    ) {
+        if case .success = result, !cancelled {
+            decide(result, cancelled: false, in: &queue)
+        } else if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            let (passed, cancelled) = passedOn(result, sourceCancelled: cancelled)
+            decide(passed, cancelled: cancelled, in: &queue)
+        }
+    }
+}
+
+extension JoinAttemptNode {
+    /// What an input's result means for the join: a cancelled input's result passes on as a
+    /// failure (its own, or the join's cancellation error if it had succeeded).
+    @usableFromInline
+    internal func passedOn(_ result: Result<Element, Failure>, cancelled: Bool) -> Result<Element, Failure> {
+        guard cancelled, case .success = result, let error = cancellationError else {
+            return result
+        }
+        return .failure(error)
+    }
+}
+
+/// An attempt node seen without its types: what a join needs to hold demand on inputs of
+/// different types.
+@usableFromInline
+internal protocol DemandSource: AnyObject {
+    /// See ``AttemptNode/takeDemand(handOver:)``.
+    func takeDemand(handOver: Bool) -> AttemptHub?
+    /// See ``AttemptNode/settleIfAbandoned()``.
+    func settleIfAbandoned()
+}
+
+extension AttemptNode: DemandSource {}

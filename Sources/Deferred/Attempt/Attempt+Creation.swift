@@ -1,11 +1,56 @@
 public import Dispatch
 
 extension Attempt {
+    /// Creates an attempt from the result of `body`, which runs now, on the calling thread, like
+    /// `Result(catching:)`.
+    ///
+    /// ```swift
+    /// let config = Attempt { try Config(parsing: text) }  // Attempt<Config, any Error>
+    /// ```
+    ///
+    /// To run the work elsewhere, use ``async(upon:execute:)``; for async work, the
+    /// initializer that takes an async closure.
+    ///
+    /// - Parameter body: Computes the success, or throws the failure.
+    @inlinable
+    public init(catching body: () throws(Failure) -> Success) {
+        self.init(result: Result(catching: body))
+    }
+
+    /// Starts `body` in a new task and returns an attempt that finishes with its result.
+    ///
+    /// ```swift
+    /// let profile = Attempt { try await api.profile(id) }  // Attempt<Profile, any Error>
+    /// ```
+    ///
+    /// Cancelling the attempt cancels the task; whatever the task returns afterwards changes
+    /// nothing. The task inherits the caller's task-local values and, unless `priority` says
+    /// otherwise, its priority, like `Task.init`.
+    ///
+    /// - Parameters:
+    ///   - priority: The priority of the task; `nil` inherits it.
+    ///   - body: The work; what it throws is the failure.
+    public init(
+        priority: TaskPriority? = nil,
+        catching body: sending @escaping @isolated(any) () async throws(Failure) -> Success
+    ) {
+        let node = AttemptNode<Success, Failure>(cancellation: nil)
+        let task = Task(priority: priority) {
+            do throws(Failure) {
+                node.decide(.success(try await body()))
+            } catch {
+                node.decide(.failure(error))
+            }
+        }
+        node.consumerHub().onCancel { task.cancel() }
+        self.init(node: node)
+    }
+
     /// Runs `work` on `executor` and returns an attempt that finishes with its result; what it
     /// throws is the failure.
     ///
     /// ```swift
-    /// let parsed = Attempt<Config, ConfigError>.async(upon: .global()) { () throws(ConfigError) in
+    /// let parsed = Attempt<Config, ConfigError>.async(upon: .global()) {
     ///     try Config(parsing: text)
     /// }
     /// ```
@@ -20,40 +65,56 @@ extension Attempt {
         upon executor: some Executor = DispatchQueue.global(),
         execute work: @escaping @Sendable () throws(Failure) -> Success
     ) -> Attempt {
-        let control = AttemptControl<Success, Failure>()
+        let node = AttemptNode<Success, Failure>(cancellation: nil)
         executor.submit {
-            guard !control.isFinished else {
-                return
+            var queue = DrainQueue()
+            if node.mayStartStep(in: &queue) {
+                node.decide(Result(catching: work), cancelled: false, in: &queue)
             }
-            control.complete(with: Result(catching: work))
+            queue.drain()
         }
-        return Attempt(control)
+        return Attempt(node: node)
     }
 
-    /// Starts `operation` in a new task and returns an attempt that finishes with its result.
+    /// Creates an attempt that succeeds with `future`'s value.
     ///
     /// ```swift
-    /// let profile = Attempt { () async throws(APIError) in try await api.profile(id) }
+    /// let name: Attempt<String, any Error> = Attempt(service.displayName(for: 7))
     /// ```
     ///
-    /// Cancelling the attempt cancels the task; the task's own result then changes nothing.
+    /// A plain future cannot fail and has no work to stop: cancelling the attempt fails it with
+    /// its cancellation error and ignores the value when it comes.
     ///
-    /// - Parameters:
-    ///   - priority: The priority of the task; `nil` inherits it.
-    ///   - operation: The work; what it throws is the failure.
-    public init(
-        priority: TaskPriority? = nil,
-        operation: sending @escaping @isolated(any) () async throws(Failure) -> Success
-    ) {
-        let control = AttemptControl<Success, Failure>()
-        let task = Task(priority: priority) {
-            do throws(Failure) {
-                control.complete(with: .success(try await operation()))
-            } catch {
-                control.complete(with: .failure(error))
-            }
+    /// - Parameter future: The future whose value the attempt succeeds with.
+    public init(_ future: some FutureProtocol<Success>) {
+        let node = AttemptNode<Success, Failure>(cancellation: nil)
+        var queue = DrainQueue()
+        future.addLink(node, in: &queue) { node, value, queue in
+            unsafeDowncast(node, to: AttemptNode<Success, Failure>.self).decide(
+                .success(value), cancelled: false, in: &queue)
         }
-        control.onCancel { task.cancel() }
-        self.init(control)
+        queue.drain()
+        self.init(node: node)
+    }
+
+    /// Creates an attempt that finishes with the result that `future` is filled with.
+    ///
+    /// ```swift
+    /// let login: Future<Result<Session, LoginError>> = legacyLogin()
+    /// let attempt = Attempt(login)  // Attempt<Session, LoginError>
+    /// ```
+    ///
+    /// Cancelling the attempt fails it with its cancellation error and ignores the result when
+    /// it comes.
+    ///
+    /// - Parameter future: The future of the result.
+    public init(_ future: some FutureProtocol<Result<Success, Failure>>) {
+        let node = AttemptNode<Success, Failure>(cancellation: nil)
+        var queue = DrainQueue()
+        future.addLink(node, in: &queue) { node, result, queue in
+            unsafeDowncast(node, to: AttemptNode<Success, Failure>.self).decide(result, cancelled: false, in: &queue)
+        }
+        queue.drain()
+        self.init(node: node)
     }
 }

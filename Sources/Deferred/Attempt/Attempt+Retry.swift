@@ -61,8 +61,9 @@ extension Attempt {
     /// ```
     ///
     /// The result is the first success, or the last failure. Cancelling it cancels the attempt
-    /// in flight and stops further retries; an attempt that fails with a cancellation of its own
-    /// is retried like any other failure if `shouldRetry` allows it.
+    /// in flight and stops further retries: a retry that has not started when `cancel()`
+    /// returns never starts. A cancellation of the attempt in flight is not retried; it passes
+    /// through.
     ///
     /// - Parameters:
     ///   - count: How many times to retry after the first failure.
@@ -80,44 +81,85 @@ extension Attempt {
         while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true },
         _ start: @escaping @Sendable () -> Attempt
     ) -> Attempt {
-        let retrying = AttemptControl<Success, Failure>()
-        let plan = RetryPlan(
-            count: count,
-            delay: delay,
-            executor: executor,
-            backoff: backoff,
-            shouldRetry: shouldRetry,
-            start: start
+        let first = start()
+        let retrying = RetryAttemptNode(
+            plan: RetryPlan(
+                count: count, delay: delay, executor: executor, backoff: backoff, shouldRetry: shouldRetry,
+                start: start),
+            cancellation: first.node.cancellation
         )
-        plan.run(into: retrying, retry: 0)
-        return Attempt(retrying)
+        var queue = DrainQueue()
+        retrying.begin(first.node, in: &queue)
+        queue.drain()
+        return Attempt(node: retrying)
     }
 }
 
 /// The fixed parts of a retry loop.
-private struct RetryPlan<Success: Sendable, Failure: CancellableError, Scheduler: SchedulingExecutor>: Sendable {
+@usableFromInline
+internal struct RetryPlan<Success: Sendable, Failure: Error>: Sendable {
     let count: Int
     let delay: Duration
-    let executor: Scheduler
+    let executor: any SchedulingExecutor
     let backoff: RetryBackoff
     let shouldRetry: @Sendable (Failure) -> Bool
     let start: @Sendable () -> Attempt<Success, Failure>
+}
 
-    /// Starts attempt number `retry` (0 for the first) unless `retrying` has finished.
-    func run(into retrying: AttemptControl<Success, Failure>, retry: Int) {
-        guard !retrying.isFinished else {
+/// The node of a `retry`: follows one attempt of the work after another.
+///
+/// The plan, with the work's captures, is released as soon as no retry can start any more: when
+/// the last one has started, or the loop has ended.
+///
+/// `plan` and `retries` are used only by the one party that moves the loop on: the handler of
+/// the attempt in flight, then the body that starts the next, each ordered after the other by
+/// the storage and the executor.
+@usableFromInline
+internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
+    @unchecked Sendable
+{
+    @exclusivity(unchecked)
+    private var plan: RetryPlan<Success, Failure>?
+
+    @exclusivity(unchecked)
+    private var retries = 0
+
+    init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
+        self.plan = plan.count > 0 ? plan : nil
+        super.init(owningHubWith: cancellation)
+    }
+
+    /// Follows `attempt`, one attempt of the work.
+    func begin(_ attempt: AttemptNode<Success, Failure>, in queue: inout DrainQueue) {
+        guard hold(attempt) else {
+            _ = decideCancelled(in: &queue)
             return
         }
-        let current = start()
-        current.control?.addDemand(until: retrying)
-        current.result.upon(ImmediateExecutor.shared) { result in
-            guard case .failure(let error) = result, retry < count, shouldRetry(error) else {
-                retrying.complete(with: result)
-                return
+        attempt.link(self, in: &queue, RetryAttemptNode.receive)
+    }
+
+    /// The link step that the handler of the attempt in flight runs.
+    private static func receive(
+        _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
+    ) {
+        let node = unsafeDowncast(node, to: RetryAttemptNode.self)
+        let (passed, cancelled) = node.passedOn(
+            result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
+        guard !cancelled, case .failure(let error) = passed, let plan = node.plan, plan.shouldRetry(error) else {
+            node.plan = nil
+            node.decide(passed, cancelled: cancelled, in: &queue)
+            return
+        }
+        node.retries += 1
+        if node.retries == plan.count {
+            node.plan = nil
+        }
+        plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: node.retries)) {
+            var queue = DrainQueue()
+            if node.mayStartStep(in: &queue) {
+                node.begin(plan.start().node, in: &queue)
             }
-            executor.submit(after: backoff.delay(after: delay, forRetry: retry + 1)) {
-                run(into: retrying, retry: retry + 1)
-            }
+            queue.drain()
         }
     }
 }

@@ -7,6 +7,8 @@ extension Attempt {
     /// ```
     ///
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work.
+    /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
+    /// was dropped early is released early.
     ///
     /// - Parameters:
     ///   - limit: How long to wait.
@@ -18,14 +20,73 @@ extension Attempt {
         on executor: some SchedulingExecutor,
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
-        let limited = derive(upon: ImmediateExecutor.shared) { result, derived in
-            derived.complete(with: result)
-        }
-        if let control = limited.control {
-            executor.submit(after: limit) { [weak control] in
-                control?.complete(with: .failure(error))
+        let (hub, holdsUnit) = shareDemand()
+        let limited = AttemptNode<Success, Failure>(sharing: hub, holdsUnit: holdsUnit, cancellation: node.cancellation)
+        let attempt = attach(limited, AttemptNode.forward)
+        if !limited.isDecided {
+            executor.submit(after: limit) { [weak limited] in
+                limited?.decide(.failure(error))
             }
         }
-        return limited
+        return attempt
+    }
+
+    /// Returns an attempt that finishes with this attempt's result `delay` after this one
+    /// finishes.
+    ///
+    /// ```swift
+    /// let shownLater = api.banner().delay(by: .seconds(1), on: DispatchQueue.main)
+    /// ```
+    ///
+    /// A cancellation passes through at once. Cancelling the new attempt while it waits means
+    /// the result is never delivered.
+    ///
+    /// - Parameters:
+    ///   - delay: How long after this attempt finishes to wait.
+    ///   - executor: The executor that measures the delay.
+    /// - Returns: An attempt of the same result, finished later.
+    public func delay(by delay: Duration, on executor: some SchedulingExecutor) -> Attempt<Success, Failure> {
+        attach(DelayAttemptNode(on: self, delay: delay, executor: executor), DelayAttemptNode.receive)
+    }
+}
+
+/// The node of an attempt's `delay`: passes its source's result on after a delay.
+@usableFromInline
+internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
+    @unchecked Sendable
+{
+    @usableFromInline
+    internal let delay: Duration
+
+    @usableFromInline
+    internal let executor: any SchedulingExecutor
+
+    @usableFromInline
+    internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
+        self.delay = delay
+        self.executor = executor
+        let (hub, holdsUnit) = source.shareDemand()
+        super.init(sharing: hub, holdsUnit: holdsUnit, cancellation: source.node.cancellation)
+    }
+
+    /// The link step that the source's handler runs.
+    @usableFromInline
+    internal static func receive(
+        _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
+    ) {
+        let node = unsafeDowncast(node, to: DelayAttemptNode.self)
+        let (passed, cancelled) = node.passedOn(
+            result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
+        guard !cancelled else {
+            node.decide(passed, cancelled: true, in: &queue)
+            return
+        }
+        node.executor.submit(after: node.delay) {
+            var queue = DrainQueue()
+            if node.mayStartStep(in: &queue) {
+                node.decide(passed, cancelled: false, in: &queue)
+            }
+            queue.drain()
+        }
     }
 }

@@ -1,58 +1,60 @@
 public import Dispatch
 
-/// Work that may fail or be called off: a read-only future of a `Result` with a typed failure,
-/// that its consumer can cancel.
+/// Work that may fail or be called off: a read-only future of a `Result` that its consumer can
+/// cancel.
 ///
 /// A service hands out an `Attempt` and keeps the ``DeferredAttempt`` that completes it. The
-/// consumer handles success and failure, derives further attempts, awaits it with typed
-/// throws, or cancels it when the result is no longer wanted:
+/// consumer handles success and failure, derives further attempts, awaits it, or cancels it when
+/// the result is no longer wanted:
 ///
 /// ```swift
 /// let search: Attempt<[String], SearchError> = service.search("swi")
 /// search.uponSuccess(.main) { show($0) }
-/// search.uponFailure(.main) { showError($0) }
 /// // The user typed another letter:
-/// search.cancel()
+/// search.cancel()  // the results of "swi" will never be shown
 /// ```
 ///
-/// Its value is `Result<Success, Failure>`, so every core future API works on it: `upon`,
-/// `every`, `allFilled`, `ignored`, `await value`. Cancelling runs what the producer registered
-/// with ``DeferredAttempt/onCancel(_:)``, exactly once, and fails the attempt with
-/// `Failure.cancelled`; cancelling a finished attempt does nothing. Cancelling an attempt
-/// derived with `map`, `andThen`, `allSucceeded` and the like cancels the attempts it depends
-/// on, unless something else still needs them.
+/// Its value is `Result<Success, Failure>`, so every core future API works on it (`upon`,
+/// `every`, `allFilled`, `await value`) and sees the result as it was decided. The failure may
+/// be any error: `any Error`, your own typed error, or one from a framework.
+///
+/// Cancelling (see ``cancel()``):
+/// - runs the producer's cancel handlers (``DeferredAttempt/onCancel(_:)``) exactly once, if
+///   the attempt had not finished, whether or not the producer kept its `DeferredAttempt`;
+/// - fails a pending attempt with its cancellation error at once (`.cancelled` for a
+///   ``CancellableError``, `CancellationError` for `any Error`, or the error given to
+///   ``DeferredAttempt/init(cancellationError:)``), and every attempt derived from it with it;
+/// - stops the steps of this attempt that have not started, and cancels the attempts it waits
+///   for unless something else needs them;
+/// - withdraws its success and failure callbacks that have not started, even if it had
+///   already finished.
 ///
 /// The name avoids `Task`, `Job` and `Operation`, which Swift and Foundation already use.
-public struct Attempt<Success: Sendable, Failure: CancellableError>: FutureProtocol {
+public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// An attempt's value: its success or its failure.
     public typealias Value = Result<Success, Failure>
 
     @usableFromInline
-    internal enum Source: Sendable {
-        case pending(AttemptControl<Success, Failure>)
-        case finished(Result<Success, Failure>)
-    }
-
-    @usableFromInline
-    internal let source: Source
+    internal let node: AttemptNode<Success, Failure>
 
     @inlinable
-    internal init(_ control: AttemptControl<Success, Failure>) {
-        source = .pending(control)
+    internal init(node: AttemptNode<Success, Failure>) {
+        self.node = node
     }
 
     /// Creates an attempt that has already finished with `result`.
     ///
     /// - Parameter result: The success or failure every reader sees.
+    @_disfavoredOverload  // `Attempt { ... }` means the initializers that run work.
     @inlinable
     public init(result: Result<Success, Failure>) {
-        source = .finished(result)
+        node = AttemptNode(finished: result, cancellation: nil)
     }
 
     /// Creates an attempt that has already succeeded.
     ///
     /// - Parameter success: The value every reader sees.
-    @_disfavoredOverload  // `Attempt { try await work() }` means the async initializer.
+    @_disfavoredOverload
     @inlinable
     public init(success: Success) {
         self.init(result: .success(success))
@@ -68,218 +70,93 @@ public struct Attempt<Success: Sendable, Failure: CancellableError>: FutureProto
 
     /// Calls `body` with the result, on `executor`, once the attempt has finished.
     ///
-    /// A handler counts as needing the attempt for good: the attempt is no longer cancelled
-    /// when attempts derived from it give up (it can still be cancelled with ``cancel()``).
+    /// The handler sees the result as it was decided, and runs even if the attempt is cancelled
+    /// afterwards; use ``uponSuccess(_:execute:)`` and ``uponFailure(_:execute:)`` for callbacks
+    /// that a cancellation withdraws. A handler needs the attempt for good: the attempt is no
+    /// longer cancelled when the attempts derived from it give up (``cancel()`` still cancels
+    /// it).
     ///
     /// - Parameters:
     ///   - executor: Where `body` runs. See ``Executor``.
     ///   - body: Called exactly once with the result.
+    @inlinable
     public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Result<Success, Failure>) -> Void) {
-        switch source {
-        case .pending(let control):
-            control.addPermanentDemand()
-            control.result.upon(executor, execute: body)
-        case .finished(let result):
-            Future(value: result).upon(executor, execute: body)
-        }
+        node.pin()
+        node.settleIfAbandoned()
+        node.upon(executor, execute: body)
     }
 
     /// Returns the result if the attempt has finished, or `nil` at once if it has not.
+    @inlinable
     public func peek() -> Result<Success, Failure>? {
-        switch source {
-        case .pending(let control): control.result.peek()
-        case .finished(let result): result
-        }
+        node.settledPeek()
     }
 
     /// Blocks the calling thread until the attempt finishes or `time` passes.
+    ///
+    /// While it waits, the attempt counts as needed, so it is not cancelled for lack of demand.
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The result, or `nil` if `time` passed first.
     @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
     public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
-        switch source {
-        case .pending(let control): control.result.wait(until: time)
-        case .finished(let result): result
+        if let result = node.settledPeek() {
+            return result
         }
+        guard let hub = node.takeDemand(handOver: false) else {
+            node.settleIfAbandoned()
+            return node.wait(until: time)
+        }
+        defer { AttemptHub.releaseUnit(on: hub) }
+        return node.wait(until: time)
     }
 
     /// Whether the attempt has finished.
+    @inlinable
     public var isFilled: Bool {
-        peek() != nil
+        node.settledPeek() != nil
     }
 
-    /// Whether the attempt was cancelled.
-    public var isCancelled: Bool {
-        if case .pending(let control) = source {
-            control.isCancelled
-        } else {
-            false
-        }
-    }
-
-    /// Cancels the attempt unless it has finished.
+    /// Whether the attempt was cancelled: by ``cancel()``, because an attempt it depends on was
+    /// cancelled, or because nothing needed it any more.
     ///
-    /// The attempt fails with `Failure.cancelled`; the producer's cancel handlers run, once;
-    /// attempts derived from this one fail with the same error, and attempts this one depends on
-    /// are cancelled unless something else needs them.
+    /// Once this is `true`, ``peek()`` returns the result.
+    @inlinable
+    public var isCancelled: Bool {
+        node.isCancelled
+    }
+
+    /// Cancels the attempt.
+    ///
+    /// If the attempt has not finished, it fails with its cancellation error, and so does every
+    /// attempt derived from it; the producer's cancel handlers run once; its steps that have not
+    /// started never run; and the attempts it waits for are cancelled unless something else
+    /// needs them.
+    ///
+    /// In any case, its success and failure callbacks that have not started when this returns
+    /// never run, so a result that arrived a moment ago is not delivered either. The decided
+    /// result itself never changes: ``peek()``, ``upon(_:execute:)``, `await value` and `get()`
+    /// still see it.
+    ///
+    /// An attempt whose failure type has no cancellation error (neither a ``CancellableError``
+    /// nor `any Error`, and none given to ``DeferredAttempt/init(cancellationError:)``) cannot
+    /// fail by cancellation: cancelling it withdraws its callbacks and stops what it waits for,
+    /// and it finishes when its producer fills it.
     public func cancel() {
-        if case .pending(let control) = source {
-            control.cancel()
-        }
-    }
-
-    /// The control of a pending attempt, or `nil` for one that was made finished.
-    @usableFromInline
-    internal var control: AttemptControl<Success, Failure>? {
-        if case .pending(let control) = source {
-            control
-        } else {
-            nil
-        }
-    }
-
-    /// The result as a plain future, without recording demand.
-    @usableFromInline
-    internal var result: Future<Result<Success, Failure>> {
-        switch source {
-        case .pending(let control): Future(control.result)
-        case .finished(let result): Future(value: result)
-        }
-    }
-
-    /// Makes an attempt that continues this one.
-    ///
-    /// `step` runs on `executor` with this attempt's result and the new attempt's control,
-    /// unless the new attempt has finished (been cancelled) by then. The new attempt needs this
-    /// one until it finishes, and holds it only weakly, so neither keeps the other alive.
-    @usableFromInline
-    internal func derive<NewSuccess, NewFailure>(
-        upon executor: some Executor,
-        _ step: @escaping @Sendable (Result<Success, Failure>, AttemptControl<NewSuccess, NewFailure>) -> Void
-    ) -> Attempt<NewSuccess, NewFailure> {
-        let derived = AttemptControl<NewSuccess, NewFailure>()
-        control?.addDemand(until: derived)
-        result.upon(executor) { result in
-            if !derived.isFinished {
-                step(result, derived)
-            }
-        }
-        return Attempt<NewSuccess, NewFailure>(derived)
+        node.cancel()
     }
 }
 
-extension AttemptControl {
-    /// Finishes this attempt with `attempt`'s result, needing `attempt` until then.
-    @usableFromInline
-    internal func follow(_ attempt: Attempt<Success, Failure>) {
-        attempt.control?.addDemand(until: self)
-        attempt.result.upon(ImmediateExecutor.shared) { [self] result in
-            complete(with: result)
-        }
-    }
-}
-
-/// The writing side of an ``Attempt``: complete it with a success or a failure, and learn when
-/// its consumer cancels it.
-///
-/// Keep it with the work and hand out ``attempt``:
-///
-/// ```swift
-/// func download(_ url: URL) -> Attempt<Data, DownloadError> {
-///     let download = DeferredAttempt<Data, DownloadError>()
-///     let request = client.get(url) { result in download.fill(with: result) }
-///     download.onCancel { request.cancel() }
-///     return download.attempt
-/// }
-/// ```
-///
-/// The first of completing and cancelling wins; whatever comes later changes nothing.
-public struct DeferredAttempt<Success: Sendable, Failure: CancellableError>: FutureProtocol, PromiseProtocol {
-    /// An attempt's value: its success or its failure.
-    public typealias Value = Result<Success, Failure>
-
-    @usableFromInline
-    internal let control: AttemptControl<Success, Failure>
-
-    /// Creates an attempt that has not finished.
-    public init() {
-        control = AttemptControl()
-    }
-
-    /// The read-only attempt that this completes.
-    public var attempt: Attempt<Success, Failure> {
-        Attempt(control)
-    }
-
-    /// Completes the attempt with `result` unless it has finished.
+extension Attempt where Failure == any Error {
+    /// Creates an attempt that has already succeeded, whose failure type is `any Error`.
     ///
-    /// - Parameter result: The success or failure every reader sees.
-    /// - Returns: `true` if this call completed the attempt; `false` if it had finished, for
-    ///   instance because it was cancelled.
-    @discardableResult
-    public func fill(with result: Result<Success, Failure>) -> Bool {
-        control.complete(with: result)
-    }
-
-    /// Completes the attempt with a success unless it has finished.
+    /// This lets `Attempt(success: 3)` stand on its own; give the type (`Attempt<Int,
+    /// MyError>(success: 3)`) for a typed failure.
     ///
-    /// - Parameter value: The value every reader sees.
-    /// - Returns: `true` if this call completed the attempt.
-    @discardableResult
-    public func succeed(with value: Success) -> Bool {
-        control.complete(with: .success(value))
-    }
-
-    /// Completes the attempt with a failure unless it has finished.
-    ///
-    /// - Parameter error: The error every reader sees.
-    /// - Returns: `true` if this call completed the attempt.
-    @discardableResult
-    public func fail(with error: Failure) -> Bool {
-        control.complete(with: .failure(error))
-    }
-
-    /// Registers what cancelling means: `handler` runs once if the attempt is cancelled before
-    /// it completes, at once if it already was, and never if it completes first.
-    ///
-    /// - Parameter handler: Stops the work: cancels a request, closes a file.
-    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        control.onCancel(handler)
-    }
-
-    /// Whether the attempt was cancelled.
-    ///
-    /// Long-running work may check it to stop early.
-    public var isCancelled: Bool {
-        control.isCancelled
-    }
-
-    /// Whether the attempt has finished.
-    public var isFilled: Bool {
-        control.result.isFilled
-    }
-
-    /// Calls `body` with the result, on `executor`, once the attempt has finished.
-    ///
-    /// - Parameters:
-    ///   - executor: Where `body` runs. See ``Executor``.
-    ///   - body: Called exactly once with the result.
-    public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Result<Success, Failure>) -> Void) {
-        attempt.upon(executor, execute: body)
-    }
-
-    /// Returns the result if the attempt has finished, or `nil` at once if it has not.
-    public func peek() -> Result<Success, Failure>? {
-        control.result.peek()
-    }
-
-    /// Blocks the calling thread until the attempt finishes or `time` passes.
-    ///
-    /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
-    /// - Returns: The result, or `nil` if `time` passed first.
-    @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
-    public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
-        control.result.wait(until: time)
+    /// - Parameter success: The value every reader sees.
+    @_disfavoredOverload
+    @inlinable
+    public init(success: Success) {
+        self.init(result: .success(success))
     }
 }

@@ -60,6 +60,15 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         asyncWaiters = Atomic(0)
     }
 
+    /// Creates a storage that is filled with `value` from the start.
+    @inlinable
+    internal init(filledWith value: Value) {
+        state = Atomic(StorageState.published.rawValue)
+        self.value = Slot(value)
+        firstHandler = nil
+        asyncWaiters = Atomic(0)
+    }
+
     deinit {
         let waiters = asyncWaiters.load(ordering: .acquiring)
         if waiters != 0 {
@@ -134,12 +143,30 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// The pending handlers run through `queue`.
     @inlinable
     internal final func resolve(_ newValue: Value, in queue: inout DrainQueue) -> Bool {
+        guard claimFill() else {
+            return false
+        }
+        publish(newValue, in: &queue)
+        return true
+    }
+
+    /// Wins the right to fill the storage, unless another fill has; returns whether this call
+    /// won it.
+    ///
+    /// The winner must then call ``publish(_:in:)``; until it does, readers see no value and a
+    /// losing fill waits.
+    @inlinable
+    internal final func claimFill() -> Bool {
         let before = StorageState(
             rawValue: state.bitwiseOr(StorageState.fillClaimedBit, ordering: .relaxed).oldValue
         )
-        guard !before.isFillClaimed else {
-            return false
-        }
+        return !before.isFillClaimed
+    }
+
+    /// Writes the value of a fill that ``claimFill()`` won, makes it visible, and runs the
+    /// pending handlers through `queue`.
+    @inlinable
+    internal final func publish(_ newValue: Value, in queue: inout DrainQueue) {
         value = Slot(newValue)
         let taken = StorageState(
             rawValue: state.exchange(StorageState.published.rawValue, ordering: .acquiringAndReleasing)
@@ -147,7 +174,6 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if taken.hasPendingHandlers {
             queue.runHandlers(of: self, taken: taken)
         }
-        return true
     }
 
     /// Runs the handlers a fill took out of the state word.
@@ -158,13 +184,13 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
         let value = self.value.wrapped.unsafelyUnwrapped
         if taken.isFirstReady, let first = firstHandler.take() {
-            first.run(with: value, in: &queue)
+            first.run(with: value, from: self, in: &queue)
         }
         var bits = HandlerNode<Value>.reversed(taken.overflowHead)
         while bits != 0 {
             let node = HandlerNode<Value>.takeRetained(bits)
             bits = node.next
-            node.handler.run(with: value, in: &queue)
+            node.handler.run(with: value, from: self, in: &queue)
         }
     }
 
@@ -210,7 +236,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         while true {
             switch observed.registration {
             case .runNow:
-                handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
+                handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
                 return
             case .claimFirst(let claimed):
                 let (exchanged, original) = state.compareExchange(
@@ -228,7 +254,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
                     rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
                 )
                 if before.isFilled, let handler = firstHandler.take() {
-                    handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
+                    handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
                 }
                 return
             case .pushOverflow:
@@ -258,7 +284,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             observed = StorageState(rawValue: original)
         }
         _ = HandlerNode<Value>.takeRetained(bits)
-        handler.run(with: value.wrapped.unsafelyUnwrapped, in: &queue)
+        handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
     }
 
     /// The registry of tasks awaiting the value, made and linked on first use; `nil` once
@@ -293,7 +319,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     // MARK: Releasing
 
     @usableFromInline
-    override internal final func detachDownstream(to nodes: inout [ChainNode]) {
+    override internal func detachDownstream(to nodes: inout [ChainNode]) {
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
         if !current.isFilled && current.hasPendingHandlers {
             detachHandlers(current, to: &nodes)

@@ -15,6 +15,10 @@ internal enum Handler<Value: Sendable> {
     /// so whatever it completes runs in the caller's drain loop rather than a nested call.
     case link(ChainNode, @Sendable (ChainNode, Value, inout DrainQueue) -> Void)
 
+    /// A step of an attempt combinator: like ``link``, and the step also receives the storage
+    /// that runs it (the source attempt), to read how that attempt finished.
+    case sourcedLink(ChainNode, @Sendable (_ source: ChainNode, _ node: ChainNode, Value, inout DrainQueue) -> Void)
+
     /// A callback that runs `body` on `executor`.
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
@@ -25,9 +29,9 @@ internal enum Handler<Value: Sendable> {
         }
     }
 
-    /// Runs this handler with the filled value.
+    /// Runs this handler with the value that `source` was filled with.
     @inlinable
-    internal func run(with value: Value, in queue: inout DrainQueue) {
+    internal func run(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
         switch self {
         case .immediate(_, let body):
             body(value)
@@ -35,13 +39,18 @@ internal enum Handler<Value: Sendable> {
             executor.submit { body(value) }
         case .link(let node, let step):
             step(node, value, &queue)
+        case .sourcedLink(let node, let step):
+            step(source, node, value, &queue)
         }
     }
 
     /// The chain node this handler continues, if it is a link.
     @inlinable
     internal var linkedNode: ChainNode? {
-        if case .link(let node, _) = self { node } else { nil }
+        switch self {
+        case .link(let node, _), .sourcedLink(let node, _): node
+        case .immediate, .callback: nil
+        }
     }
 }
 

@@ -1,0 +1,269 @@
+public import Synchronization
+
+/// What an attempt's dependents share to reach it for cancellation: its demand, its producer's
+/// cancel handlers, and the demand it holds on the attempts it waits for.
+///
+/// An attempt's node holds its hub, and so does every dependent that holds a unit of demand on
+/// it; the hub holds no node. Values flow down the graph of nodes (a source's handlers hold the
+/// attempts derived from it) while demand and cancellation flow up the graph of hubs, so the two
+/// never form a cycle: a chain that nobody can finish or cancel any more is released, and a
+/// pending attempt keeps exactly what it needs to cancel upstream (the hubs above it and the
+/// producer's cancel handlers in them), not the nodes.
+///
+/// The hub is itself a storage of one `Bool`: filled with `true` when the attempt is cancelled,
+/// which runs the producer's cancel handlers once, or with `false` when it finishes otherwise,
+/// which releases them unrun.
+///
+/// A node learns that its hub was cancelled for lack of demand when it next looks (when a step
+/// would start, a result arrives, or a reader asks): by then nobody is waiting for it.
+@usableFromInline
+internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
+    /// The demand; see ``DemandState``.
+    @usableFromInline
+    internal let demand = Atomic<Int>(DemandState.initial.rawValue)
+
+    /// The units this hub's attempt holds on the hubs of the attempts it waits for: one
+    /// ``AttemptHub``, or an ``AttemptHubList``.
+    ///
+    /// Tagged once the attempt no longer waits.
+    @usableFromInline
+    internal let upstream = AtomicReference<ChainNode>()
+
+    @inlinable
+    internal init(pinned: Bool) {
+        super.init()
+        if pinned {
+            demand.store(DemandState.initial.pinning().rawValue, ordering: .relaxed)
+        }
+    }
+
+    /// Whether the attempt was cancelled.
+    @inlinable
+    internal var isCancelled: Bool {
+        DemandState(rawValue: demand.load(ordering: .acquiring)).isCancelled
+    }
+
+    /// Takes a unit of demand; returns `false` if the attempt was cancelled already.
+    @inlinable
+    internal func addUnit() -> Bool {
+        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
+        while true {
+            guard let next = observed.adding() else {
+                return false
+            }
+            guard next != observed else {
+                return true
+            }
+            let (exchanged, original) = demand.compareExchange(
+                expected: observed.rawValue,
+                desired: next.rawValue,
+                successOrdering: .relaxed,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return true
+            }
+            observed = DemandState(rawValue: original)
+        }
+    }
+
+    /// Records a handler that needs the attempt for good.
+    @inlinable
+    internal func pin() {
+        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
+        while case let next = observed.pinning(), next != observed {
+            let (exchanged, original) = demand.compareExchange(
+                expected: observed.rawValue,
+                desired: next.rawValue,
+                successOrdering: .relaxed,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return
+            }
+            observed = DemandState(rawValue: original)
+        }
+    }
+
+    /// Releases a unit held on `hub`, cancelling every attempt that this leaves without demand,
+    /// up the graph, with a loop rather than recursion.
+    @usableFromInline
+    internal static func releaseUnit(on hub: AttemptHub) {
+        var next: AttemptHub? = hub
+        var more: [AttemptHub] = []
+        while let current = next ?? more.popLast() {
+            next = nil
+            guard current.release() else {
+                continue
+            }
+            current.finish(cancelled: true) {
+                next = $0
+            } more: {
+                more.append($0)
+            }
+        }
+    }
+
+    /// Releases one unit; returns whether that cancelled the attempt.
+    @inlinable
+    internal func release() -> Bool {
+        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
+        while true {
+            let (next, cancels) = observed.releasing()
+            guard next != observed else {
+                return false
+            }
+            let (exchanged, original) = demand.compareExchange(
+                expected: observed.rawValue,
+                desired: next.rawValue,
+                successOrdering: .acquiringAndReleasing,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return cancels
+            }
+            observed = DemandState(rawValue: original)
+        }
+    }
+
+    /// Marks the attempt finished, cancelled or not, unless it was already; runs or drops the
+    /// cancel handlers and releases the units this attempt held upstream.
+    @usableFromInline
+    internal func finish(cancelled: Bool) {
+        if markFinal(cancelled: cancelled) {
+            completeFinish(cancelled: cancelled)
+        }
+    }
+
+    /// Marks the attempt finished, not cancelled, before its result is published; returns `false`
+    /// if it was cancelled (or finished) already.
+    ///
+    /// From here on, releasing units changes nothing; ``finishSettled()`` completes the finish once
+    /// the result is out.
+    @usableFromInline
+    internal func settle() -> Bool {
+        markFinal(cancelled: false)
+    }
+
+    /// Completes the finish that ``settle()`` began: drops the cancel handlers unrun and releases
+    /// the units held upstream.
+    @usableFromInline
+    internal func finishSettled() {
+        completeFinish(cancelled: false)
+    }
+
+    /// Moves to the final state unless the attempt is there already; returns whether it moved.
+    private func markFinal(cancelled: Bool) -> Bool {
+        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
+        while true {
+            let (next, finishes) = observed.finishing(cancelled: cancelled)
+            guard finishes else {
+                return false
+            }
+            let (exchanged, original) = demand.compareExchange(
+                expected: observed.rawValue,
+                desired: next.rawValue,
+                successOrdering: .acquiringAndReleasing,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return true
+            }
+            observed = DemandState(rawValue: original)
+        }
+    }
+
+    /// Runs or drops the cancel handlers and releases the units held upstream, for the caller
+    /// that moved the attempt to its final state.
+    private func completeFinish(cancelled: Bool) {
+        var held: [AttemptHub] = []
+        finish(cancelled: cancelled) {
+            held.append($0)
+        } more: {
+            held.append($0)
+        }
+        for hub in held {
+            Self.releaseUnit(on: hub)
+        }
+    }
+
+    /// Moves to the final state: the caller has made the release that cancels, or the attempt
+    /// finished.
+    ///
+    /// Hands the hubs upstream whose units must be released to `one` and `more`.
+    private func finish(
+        cancelled: Bool, one: (AttemptHub) -> Void, more: (AttemptHub) -> Void
+    ) {
+        _ = fill(cancelled)
+        releaseUpstream(one: one, more: more)
+    }
+
+    /// Takes the units held upstream and hands each hub to `one` or `more`.
+    private func releaseUpstream(one: (AttemptHub) -> Void, more: (AttemptHub) -> Void) {
+        switch upstream.takeAndTag() {
+        case let hub as AttemptHub:
+            one(hub)
+        case let list as AttemptHubList:
+            list.hubs.forEach(more)
+        default:
+            break
+        }
+    }
+
+    /// Runs `handler` once if the attempt is cancelled, at once if it was; drops it if the
+    /// attempt finishes otherwise.
+    @usableFromInline
+    internal func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        upon(ImmediateExecutor.shared) { wasCancelled in
+            if wasCancelled {
+                handler()
+            }
+        }
+    }
+
+    deinit {
+        var nodes: [ChainNode] = []
+        if let held = upstream.take() {
+            nodes.append(held)
+        }
+        ChainNode.releaseIteratively(&nodes)
+    }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+        super.detachDownstream(to: &nodes)
+        if let held = upstream.take() {
+            nodes.append(held)
+        }
+    }
+}
+
+/// The hubs of several attempts that one attempt waits for at once (a join), each holding one
+/// unit of its demand.
+///
+/// `@unchecked Sendable` is sound because `hubs` is set in `init` and changed only by
+/// ``detachDownstream(to:)``, which runs only when nothing else references the list.
+@usableFromInline
+internal final class AttemptHubList: ChainNode, @unchecked Sendable {
+    /// The hubs.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var hubs: [AttemptHub]
+
+    @usableFromInline
+    internal init(_ hubs: [AttemptHub]) {
+        self.hubs = hubs
+    }
+
+    deinit {
+        var nodes: [ChainNode] = []
+        detachDownstream(to: &nodes)
+        ChainNode.releaseIteratively(&nodes)
+    }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+        nodes.append(contentsOf: hubs)
+        hubs = []
+    }
+}

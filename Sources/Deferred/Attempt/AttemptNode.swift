@@ -1,0 +1,373 @@
+public import Synchronization
+
+/// The storage of one attempt: a node of the core's link layer whose value is the attempt's
+/// `Result`, plus what cancellation needs.
+///
+/// An attempt is decided once, like any storage: by a completion (`succeed`, `fail`, a step's
+/// result) or by a cancellation, whichever claims the fill first. A cancellation also sets the
+/// *cancelled* flag before the result is published, so everyone who sees the failure also sees
+/// that it was a cancellation; `cancel()` after the attempt finished sets only the flag, which
+/// withdraws the success and failure callbacks that have not started.
+///
+/// Three roles, fixed when the node is made:
+/// - A *root* (`DeferredAttempt`, `Attempt.async` and the like) owns a hub, made on first use,
+///   where its dependents hold demand and its producer's cancel handlers wait.
+/// - A *transparent* node (`map`, `mapError`, `recover`, `timeout`, `delay`) shares its source's
+///   hub: it lives and dies with its source, holding one unit of demand there that it hands to
+///   its first dependent.
+/// - An *owner* (`andThen`, `fallback`, `retry`, the joins) owns a hub whose units upstream are
+///   the attempts it waits for; it switches them as it moves on.
+///
+/// `@unchecked Sendable` is sound as for every storage (see ``DeferredStorage``): the fields
+/// added here are atomics or never change after `init`.
+@usableFromInline
+internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Success, Failure>>, @unchecked Sendable {
+    /// See ``AttemptFlags``.
+    @usableFromInline
+    internal let flags: Atomic<UInt8>
+
+    /// The hub where dependents of this attempt hold demand: its own (a root's is made on first
+    /// use) or its source's.
+    ///
+    /// The tag marks an owner that has finished.
+    @usableFromInline
+    internal let hubSlot: AtomicReference<AttemptHub>
+
+    /// Whether the hub in ``hubSlot`` is this attempt's own.
+    @usableFromInline
+    internal let ownsHub: Bool
+
+    /// Where the cancellation error comes from, or `nil` for the failure type's own.
+    @usableFromInline
+    internal let cancellation: CancellationErrorSource<Failure>?
+
+    /// Creates a pending root, whose hub is made on first use.
+    @inlinable
+    internal init(cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(0)
+        hubSlot = AtomicReference()
+        ownsHub = true
+        self.cancellation = cancellation
+        super.init()
+    }
+
+    /// Creates a pending owner with a hub of its own.
+    @inlinable
+    internal init(owningHubWith cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(0)
+        hubSlot = AtomicReference(AttemptHub(pinned: false))
+        ownsHub = true
+        self.cancellation = cancellation
+        super.init()
+    }
+
+    /// Creates a pending transparent node on `hub`, holding a unit of demand there if
+    /// `holdsUnit`.
+    @inlinable
+    internal init(sharing hub: AttemptHub, holdsUnit: Bool, cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(holdsUnit ? AttemptFlags.holdsUnit : 0)
+        hubSlot = AtomicReference(hub)
+        ownsHub = false
+        self.cancellation = cancellation
+        super.init()
+    }
+
+    /// Creates a root that has finished with `result`.
+    @inlinable
+    internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(0)
+        hubSlot = AtomicReference(nil, tagged: true)
+        ownsHub = true
+        self.cancellation = cancellation
+        super.init(filledWith: result)
+    }
+
+    deinit {
+        var nodes: [ChainNode] = []
+        if let hub = hubSlot.take() {
+            nodes.append(hub)
+        }
+        ChainNode.releaseIteratively(&nodes)
+    }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+        super.detachDownstream(to: &nodes)
+        if let hub = hubSlot.take() {
+            nodes.append(hub)
+        }
+    }
+
+    // MARK: Demand
+
+    /// The hub where dependents hold demand on this attempt, made now for a root without one.
+    @inlinable
+    internal final func consumerHub() -> AttemptHub {
+        if let hub = hubSlot.load().object {
+            return hub
+        }
+        return makeHub()
+    }
+
+    @usableFromInline
+    internal final func makeHub() -> AttemptHub {
+        let made = AttemptHub(pinned: false)
+        let (stored, finished) = hubSlot.storeIfEmpty(made)
+        guard stored else {
+            return hubSlot.load().object.unsafelyUnwrapped
+        }
+        // A handler may have pinned this attempt while the hub did not exist.
+        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).isPinnedEarly {
+            made.pin()
+        }
+        if finished {
+            made.finish(cancelled: isCancelledFlag)
+        }
+        return made
+    }
+
+    /// Gives a dependent a unit of demand on this attempt and returns the hub it is on, or
+    /// `nil` if this attempt was cancelled for lack of demand.
+    ///
+    /// A transparent node hands the unit it holds to the first attempt derived from it
+    /// (`handOver`), so a chain of transforms holds one unit, at its end. A reader that waits
+    /// for a while (`get()`, `wait`) takes a unit of its own.
+    @inlinable
+    internal final func takeDemand(handOver: Bool) -> AttemptHub? {
+        let hub = consumerHub()
+        if handOver && !ownsHub && handOverUnit() {
+            return hub
+        }
+        return hub.addUnit() ? hub : nil
+    }
+
+    /// Gives up the unit a transparent node holds, for a dependent to hold instead; returns
+    /// `false` if it holds none, or keeps its own for its handlers.
+    @inlinable
+    internal final func handOverUnit() -> Bool {
+        var observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
+        while observed.holdsUnit && !observed.keepsUnit {
+            let (exchanged, original) = flags.compareExchange(
+                expected: observed.rawValue,
+                desired: observed.rawValue & ~AttemptFlags.holdsUnit,
+                ordering: .relaxed
+            )
+            if exchanged {
+                return true
+            }
+            observed = AttemptFlags(rawValue: original)
+        }
+        return false
+    }
+
+    /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
+    /// source, stops it.
+    ///
+    /// An attempt with a hub of its own pins the hub. A transparent node shares its source's
+    /// hub, which the handler must not pin (cancelling this attempt must still stop the
+    /// source), so it keeps a unit of its own there instead, released when it is decided.
+    @inlinable
+    internal final func pin() {
+        guard ownsHub else {
+            let before = AttemptFlags(
+                rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
+            if !before.keepsUnit && !before.holdsUnit, let hub = hubSlot.load().object, hub.addUnit() {
+                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
+                if isDecided {
+                    // Decided meanwhile, and possibly released already: release this unit too.
+                    releaseDemand(cancelled: false)
+                }
+            }
+            return
+        }
+        if let hub = hubSlot.load().object {
+            hub.pin()
+            return
+        }
+        flags.bitwiseOr(AttemptFlags.pinnedEarly, ordering: .sequentiallyConsistent)
+        if let hub = hubSlot.load().object {
+            hub.pin()
+        }
+    }
+
+    /// Releases the demand this attempt holds upstream, cancelling what nobody needs any more.
+    @usableFromInline
+    internal final func releaseDemand(cancelled: Bool) {
+        if ownsHub {
+            hubSlot.setTag().object?.finish(cancelled: cancelled)
+        } else if AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
+            .holdsUnit, let hub = hubSlot.load().object
+        {
+            AttemptHub.releaseUnit(on: hub)
+        }
+    }
+
+    // MARK: Deciding
+
+    /// Whether the cancelled flag is set.
+    @inlinable
+    internal final var isCancelledFlag: Bool {
+        AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isCancelled
+    }
+
+    /// Whether this attempt has been decided, or is being decided.
+    @inlinable
+    internal final var isDecided: Bool {
+        StorageState(rawValue: state.load(ordering: .acquiring)).isFillClaimed
+    }
+
+    /// Decides this attempt unless it is decided already; returns whether this call decided it
+    /// with `result`.
+    ///
+    /// An attempt with a hub of its own settles it first, so that nothing released while the
+    /// pending handlers run (through `queue`) can cancel it any more; if the hub was cancelled
+    /// for lack of demand before that, the attempt is decided as cancelled instead, so that a
+    /// producer told to stop never also delivers. A cancellation is published first and then
+    /// released, so the producer's cancel handlers see the result.
+    @inlinable
+    @discardableResult
+    internal final func decide(_ result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue) -> Bool
+    {
+        guard claimFill() else {
+            return false
+        }
+        guard !cancelled else {
+            flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
+            publish(result, in: &queue)
+            releaseDemand(cancelled: true)
+            return true
+        }
+        guard ownsHub, let hub = hubSlot.setTag().object else {
+            publish(result, in: &queue)
+            releaseDemand(cancelled: false)
+            return true
+        }
+        if hub.settle() {
+            publish(result, in: &queue)
+            hub.finishSettled()
+            return true
+        }
+        // Cancelled for lack of demand first.
+        if let error = cancellationError {
+            flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
+            publish(.failure(error), in: &queue)
+            return false
+        }
+        publish(result, in: &queue)
+        return true
+    }
+
+    /// Decides this attempt with its own result, in a drain of its own.
+    @inlinable
+    @discardableResult
+    internal final func decide(_ result: Result<Success, Failure>, cancelled: Bool = false) -> Bool {
+        var queue = DrainQueue()
+        defer { queue.drain() }
+        return decide(result, cancelled: cancelled, in: &queue)
+    }
+
+    /// The error this attempt fails with when it is cancelled, if its failure type has one.
+    @inlinable
+    internal final var cancellationError: Failure? {
+        cancellation.cancellationError()
+    }
+
+    /// Decides this attempt as cancelled, unless it is decided already or has no cancellation
+    /// error; returns whether this call decided it.
+    @usableFromInline
+    internal final func decideCancelled(in queue: inout DrainQueue) -> Bool {
+        guard !isDecided, let error = cancellationError else {
+            return false
+        }
+        return decide(.failure(error), cancelled: true, in: &queue)
+    }
+
+    /// Cancels this attempt: decides it as cancelled if it is pending, and in any case withdraws
+    /// its success and failure callbacks that have not started.
+    ///
+    /// Returns only once the result is visible, whoever decided it.
+    @usableFromInline
+    internal final func cancel() {
+        var queue = DrainQueue()
+        if decideCancelled(in: &queue) {
+            queue.drain()
+            return
+        }
+        flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
+        if isDecided {
+            awaitPublication()
+        } else {
+            // The failure type has no cancellation error: the attempt finishes with its own
+            // result, but nobody waits for what it waits for any more.
+            releaseDemand(cancelled: true)
+        }
+    }
+
+    /// Decides this attempt as cancelled if nobody needs it any more: its hub was cancelled
+    /// for lack of demand while it was pending.
+    @inlinable
+    internal final func settleIfAbandoned() {
+        guard !isDecided, let hub = hubSlot.load().object, hub.isCancelled else {
+            return
+        }
+        var queue = DrainQueue()
+        _ = decideCancelled(in: &queue)
+        queue.drain()
+    }
+
+    /// Whether a step of this attempt may start now: it is pending and still needed.
+    ///
+    /// An attempt that nobody needs any more is decided as cancelled here instead.
+    @inlinable
+    internal final func mayStartStep(in queue: inout DrainQueue) -> Bool {
+        guard !isDecided else {
+            return false
+        }
+        if let hub = hubSlot.load().object, hub.isCancelled, decideCancelled(in: &queue) {
+            return false
+        }
+        return !isDecided
+    }
+
+    // MARK: Reading
+
+    /// Whether the attempt was cancelled; once this is `true`, the result is visible.
+    @inlinable
+    internal final var isCancelled: Bool {
+        settleIfAbandoned()
+        guard isCancelledFlag else {
+            return false
+        }
+        if isDecided && !isFilled {
+            awaitPublication()
+        }
+        return true
+    }
+
+    /// The result, if the attempt has finished.
+    @inlinable
+    internal final func settledPeek() -> Result<Success, Failure>? {
+        if let result = peek() {
+            return result
+        }
+        settleIfAbandoned()
+        return peek()
+    }
+
+    /// Adds `handler` through `queue`, with this attempt as the source its step sees.
+    @inlinable
+    internal final func link(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
+    ) {
+        add(.sourcedLink(node, step), in: &queue)
+    }
+
+    /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
+    /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
+    @inlinable
+    internal static func source(_ node: ChainNode) -> AttemptNode {
+        unsafeDowncast(node, to: AttemptNode.self)
+    }
+}

@@ -1,0 +1,42 @@
+/// Where an attempt gets the error it fails with when it is cancelled.
+///
+/// Most failure types say it themselves: a ``CancellableError`` has `.cancelled`, and `any Error`
+/// uses Swift's `CancellationError`. For any other type, the producer gives the error when it
+/// makes the ``DeferredAttempt``, and attempts derived from that one inherit it (`mapError`
+/// translates it). Attempts that keep the type's own error carry no source at all.
+@usableFromInline
+internal final class CancellationErrorSource<Failure: Error>: Sendable {
+    @usableFromInline
+    internal let make: @Sendable () -> Failure
+
+    @usableFromInline
+    internal init(_ make: @escaping @Sendable () -> Failure) {
+        self.make = make
+    }
+
+    /// The error that `Failure` itself uses for a cancellation, if it has one.
+    @usableFromInline
+    internal static var typeDefault: Failure? {
+        if let cancellable = Failure.self as? any CancellableError.Type {
+            return cancellable.cancelled as any Error as? Failure
+        }
+        if Failure.self == (any Error).self {
+            return CancellationError() as any Error as? Failure
+        }
+        return nil
+    }
+
+    /// Whether `Failure` says itself how a cancellation fails.
+    @usableFromInline
+    internal static var hasTypeDefault: Bool {
+        Failure.self is any CancellableError.Type || Failure.self == (any Error).self
+    }
+}
+
+extension Optional {
+    /// The cancellation error from this source, or the failure type's own.
+    @usableFromInline
+    internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorSource<Failure> {
+        self?.make() ?? CancellationErrorSource<Failure>.typeDefault
+    }
+}

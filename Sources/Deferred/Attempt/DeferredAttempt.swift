@@ -1,0 +1,152 @@
+public import Dispatch
+
+/// The writing side of an ``Attempt``: complete it with a success or a failure, and learn when
+/// its consumer cancels it.
+///
+/// Keep it with the work and hand out ``attempt``:
+///
+/// ```swift
+/// func download(_ url: URL) -> Attempt<Data, any Error> {
+///     let download = DeferredAttempt<Data, any Error>()
+///     let request = client.get(url) { result in download.fill(with: result) }
+///     download.onCancel { request.cancel() }
+///     return download.attempt
+/// }
+/// ```
+///
+/// The first of completing and cancelling wins; whatever comes later changes nothing. The
+/// cancel handlers reach the work even if the producer keeps no reference to its
+/// `DeferredAttempt`: the attempts that consumers hold keep them.
+public struct DeferredAttempt<Success: Sendable, Failure: Error>: FutureProtocol, PromiseProtocol {
+    /// An attempt's value: its success or its failure.
+    public typealias Value = Result<Success, Failure>
+
+    @usableFromInline
+    internal let node: AttemptNode<Success, Failure>
+
+    /// Creates an attempt that has not finished.
+    ///
+    /// A cancellation fails it with `Failure.cancelled` if `Failure` is a
+    /// ``CancellableError``, and with `CancellationError` if `Failure` is `any Error`. For any
+    /// other failure type, use ``init(cancellationError:)`` to say what a cancellation fails
+    /// with; without it, cancelling tells the producer and withdraws the callbacks, but the
+    /// attempt finishes only when the producer fills it.
+    @inlinable
+    public init() {
+        node = AttemptNode(cancellation: nil)
+    }
+
+    /// Creates an attempt that has not finished and fails with `cancellationError` if it is
+    /// cancelled.
+    ///
+    /// Use it for failure types that have no cancellation case of their own:
+    ///
+    /// ```swift
+    /// let decoding = DeferredAttempt<Int, DecodingError>(
+    ///     cancellationError: .dataCorrupted(.init(codingPath: [], debugDescription: "cancelled"))
+    /// )
+    /// ```
+    ///
+    /// Attempts derived from this one fail with the same error when they are cancelled.
+    ///
+    /// - Parameter cancellationError: The failure of a cancelled attempt.
+    public init(cancellationError: Failure) {
+        node = AttemptNode(cancellation: CancellationErrorSource { cancellationError })
+    }
+
+    /// The read-only attempt that this completes.
+    @inlinable
+    public var attempt: Attempt<Success, Failure> {
+        Attempt(node: node)
+    }
+
+    /// Completes the attempt with `result` unless it has finished.
+    ///
+    /// When this returns, with either result, the attempt's result is visible.
+    ///
+    /// - Parameter result: The success or failure every reader sees.
+    /// - Returns: `true` if this call completed the attempt; `false` if it had finished, for
+    ///   instance because it was cancelled.
+    @inlinable
+    @discardableResult
+    public func fill(with result: Result<Success, Failure>) -> Bool {
+        node.settleIfAbandoned()
+        guard node.decide(result) else {
+            node.awaitPublication()
+            return false
+        }
+        return true
+    }
+
+    /// Completes the attempt with a success unless it has finished.
+    ///
+    /// - Parameter value: The value every reader sees.
+    /// - Returns: `true` if this call completed the attempt.
+    @inlinable
+    @discardableResult
+    public func succeed(with value: Success) -> Bool {
+        fill(with: .success(value))
+    }
+
+    /// Completes the attempt with a failure unless it has finished.
+    ///
+    /// - Parameter error: The error every reader sees.
+    /// - Returns: `true` if this call completed the attempt.
+    @inlinable
+    @discardableResult
+    public func fail(with error: Failure) -> Bool {
+        fill(with: .failure(error))
+    }
+
+    /// Registers what cancelling means: `handler` runs once if the attempt is cancelled before
+    /// it completes, at once if it already was, and never if it completes first.
+    ///
+    /// It runs on the thread that cancels (the one calling `cancel()`, or giving up the last
+    /// demand), so keep it short: cancel a request, close a file, flag a loop to stop.
+    ///
+    /// - Parameter handler: Stops the work.
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        node.consumerHub().onCancel(handler)
+    }
+
+    /// Whether the attempt was cancelled.
+    ///
+    /// Long-running work may check it to stop early.
+    @inlinable
+    public var isCancelled: Bool {
+        node.isCancelled
+    }
+
+    /// Whether the attempt has finished.
+    @inlinable
+    public var isFilled: Bool {
+        node.settledPeek() != nil
+    }
+
+    /// Calls `body` with the result, on `executor`, once the attempt has finished.
+    ///
+    /// See ``Attempt/upon(_:execute:)``.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `body` runs. See ``Executor``.
+    ///   - body: Called exactly once with the result.
+    @inlinable
+    public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Result<Success, Failure>) -> Void) {
+        attempt.upon(executor, execute: body)
+    }
+
+    /// Returns the result if the attempt has finished, or `nil` at once if it has not.
+    @inlinable
+    public func peek() -> Result<Success, Failure>? {
+        node.settledPeek()
+    }
+
+    /// Blocks the calling thread until the attempt finishes or `time` passes.
+    ///
+    /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
+    /// - Returns: The result, or `nil` if `time` passed first.
+    @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
+    public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
+        attempt.wait(until: time)
+    }
+}

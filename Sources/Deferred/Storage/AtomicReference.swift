@@ -1,0 +1,130 @@
+public import Synchronization
+
+/// An optional strong reference that threads exchange atomically, with one tag bit beside it.
+///
+/// The slot keeps its object retained once, as address bits in one atomic word; the tag is the
+/// lowest bit, which an object's address never uses. Whoever takes the object out of the slot
+/// takes that retain with it, so an object is released exactly once, by its last taker or by
+/// the slot's deinit.
+///
+/// Reading the object without taking it (``load()``) is safe only while the slot cannot lose
+/// it, which the callers guarantee: they read slots whose object, once stored, stays until the
+/// slot is destroyed.
+@usableFromInline
+internal struct AtomicReference<Object: AnyObject>: ~Copyable {
+    @usableFromInline
+    internal let bits: Atomic<UInt>
+
+    @inlinable
+    internal static var tagBit: UInt { 1 }
+
+    /// Creates a slot holding `object` (retained), with the tag set if `tagged`.
+    @inlinable
+    internal init(_ object: Object? = nil, tagged: Bool = false) {
+        bits = Atomic(Self.retainedBits(object) | (tagged ? Self.tagBit : 0))
+    }
+
+    deinit {
+        Self.release(bits.load(ordering: .acquiring))
+    }
+
+    /// The object in the slot, and whether the tag is set.
+    ///
+    /// Only for a slot whose object is never taken while the caller reads it.
+    @inlinable
+    internal func load() -> (object: Object?, isTagged: Bool) {
+        let current = bits.load(ordering: .acquiring)
+        return (Self.borrow(current), current & Self.tagBit != 0)
+    }
+
+    /// Stores `object` if the slot holds none, keeping the tag; returns whether it did, and whether
+    /// the tag was set at that moment.
+    ///
+    /// On failure the caller still owns `object`.
+    @inlinable
+    internal func storeIfEmpty(_ object: Object) -> (stored: Bool, isTagged: Bool) {
+        let new = Self.retainedBits(object)
+        var observed = bits.load(ordering: .relaxed)
+        while observed & ~Self.tagBit == 0 {
+            let (exchanged, original) = bits.compareExchange(
+                expected: observed,
+                desired: new | observed,
+                successOrdering: .acquiringAndReleasing,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return (true, observed & Self.tagBit != 0)
+            }
+            observed = original
+        }
+        Self.release(new)
+        return (false, observed & Self.tagBit != 0)
+    }
+
+    /// Sets the tag; returns the object in the slot (without taking it) and whether the tag was
+    /// set already.
+    @inlinable
+    internal func setTag() -> (object: Object?, wasTagged: Bool) {
+        let before = bits.bitwiseOr(Self.tagBit, ordering: .acquiringAndReleasing).oldValue
+        return (Self.borrow(before), before & Self.tagBit != 0)
+    }
+
+    /// Replaces the object with `object` unless the tag is set; returns whether it did and the
+    /// object taken out.
+    ///
+    /// If the tag is set, the caller still owns `object`.
+    @inlinable
+    internal func exchangeUnlessTagged(_ object: Object?) -> (exchanged: Bool, previous: Object?) {
+        let new = Self.retainedBits(object)
+        var observed = bits.load(ordering: .relaxed)
+        while observed & Self.tagBit == 0 {
+            let (exchanged, original) = bits.compareExchange(
+                expected: observed,
+                desired: new,
+                successOrdering: .acquiringAndReleasing,
+                failureOrdering: .relaxed
+            )
+            if exchanged {
+                return (true, Self.take(observed))
+            }
+            observed = original
+        }
+        Self.release(new)
+        return (false, nil)
+    }
+
+    /// Takes the object out and sets the tag, so that nothing can be stored any more.
+    @inlinable
+    internal func takeAndTag() -> Object? {
+        Self.take(bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing))
+    }
+
+    /// Takes the object out, keeping the tag; for the last owner of the slot.
+    @inlinable
+    internal func take() -> Object? {
+        Self.take(bits.exchange(bits.load(ordering: .relaxed) & Self.tagBit, ordering: .acquiringAndReleasing))
+    }
+
+    @inlinable
+    internal static func retainedBits(_ object: Object?) -> UInt {
+        guard let object else {
+            return 0
+        }
+        return UInt(bitPattern: Unmanaged.passRetained(object).toOpaque())
+    }
+
+    @inlinable
+    internal static func borrow(_ bits: UInt) -> Object? {
+        UnsafeRawPointer(bitPattern: bits & ~tagBit).map { Unmanaged<Object>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    @inlinable
+    internal static func take(_ bits: UInt) -> Object? {
+        UnsafeRawPointer(bitPattern: bits & ~tagBit).map { Unmanaged<Object>.fromOpaque($0).takeRetainedValue() }
+    }
+
+    @inlinable
+    internal static func release(_ bits: UInt) {
+        _ = take(bits)
+    }
+}

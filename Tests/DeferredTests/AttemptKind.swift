@@ -1,0 +1,65 @@
+import Deferred
+import Dispatch
+import TestSupport
+import Testing
+
+/// Every kind of derived attempt, as one stage of a chain that keeps `Attempt<Int, TestError>`.
+enum AttemptKind: String, CaseIterable, CustomTestStringConvertible {
+    case map, mapError, andThen, recover, fallback, retry, timeout, delay, allSucceeded, firstSucceeded
+
+    var testDescription: String { rawValue }
+
+    /// Adds one stage of this kind after `attempt`.
+    ///
+    /// Where the stage's step runs for a success, it adds one; where it runs for a failure, it adds
+    /// one to the failure's code.
+    func stage(after attempt: Attempt<Int, TestError>, delayingOn queue: DispatchQueue) -> Attempt<Int, TestError> {
+        switch self {
+        case .map:
+            attempt.map(upon: .immediate) { $0 + 1 }
+        case .mapError:
+            attempt.mapError(upon: .immediate) { $0.next }
+        case .andThen:
+            attempt.andThen(upon: .immediate) { Attempt(success: $0 + 1) }
+        case .recover:
+            attempt.recover(upon: .immediate) { error throws(TestError) in throw error.next }
+        case .fallback:
+            attempt.fallback(upon: .immediate) { Attempt(failure: $0.next) }
+        case .retry:
+            // No retries: the stage follows the one attempt `start` gives it, and releases
+            // `start` at once.
+            Attempt.retry(count: 0, on: StoppedClock()) { attempt }
+        case .timeout:
+            attempt.timeout(after: .seconds(3_600), on: StoppedClock(), failingWith: .timedOut)
+        case .delay:
+            attempt.delay(by: .zero, on: queue)
+        case .allSucceeded:
+            [attempt].allSucceeded().map(upon: .immediate) { $0[0] + 1 }
+        case .firstSucceeded:
+            [attempt].firstSucceeded()
+        }
+    }
+
+    /// The tail's result once the root succeeded with 0.
+    func succeeded(depth: Int) -> Result<Int, TestError> {
+        switch self {
+        case .map, .andThen, .allSucceeded: .success(depth)
+        default: .success(0)
+        }
+    }
+
+    /// The tail's result once the root failed with `.failed(0)`.
+    func failed(depth: Int) -> Result<Int, TestError> {
+        switch self {
+        case .mapError, .recover, .fallback: .failure(.failed(depth))
+        default: .failure(.failed(0))
+        }
+    }
+}
+
+extension TestError {
+    /// This failure with its code one higher.
+    var next: TestError {
+        if case .failed(let code) = self { .failed(code + 1) } else { self }
+    }
+}

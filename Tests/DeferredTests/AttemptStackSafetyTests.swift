@@ -1,0 +1,85 @@
+import Deferred
+import Dispatch
+import TestSupport
+import Testing
+
+/// Guarantee 4 for attempts: a chain of a million attempts of any derived kind, on the
+/// immediate executor, succeeds, fails, is cancelled from its tail, and is dropped unfinished,
+/// without overflowing an 8 MiB stack (see ``onDeepStack(_:_:)``).
+@Suite struct AttemptStackSafetyTests {
+    static let depth = Stress.depth
+
+    /// A chain of `depth` stages of `kind` after a producer that counts its cancellations.
+    struct Chain: Sendable {
+        let producer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        let tail: Attempt<Int, TestError>
+
+        init(_ kind: AttemptKind, queue: DispatchQueue) {
+            producer.onCancel { [stopped] in stopped.increment() }
+            var tail = producer.attempt
+            for _ in 0..<AttemptStackSafetyTests.depth {
+                tail = kind.stage(after: tail, delayingOn: queue)
+            }
+            self.tail = tail
+        }
+
+        /// The tail's result, waiting for the delays of a `delay` chain.
+        func result() -> Result<Int, TestError>? {
+            tail.wait(until: .now() + 600)
+        }
+    }
+
+    @Test(arguments: AttemptKind.allCases)
+    func aMillionDeepChainSucceeds(_ kind: AttemptKind) async {
+        let queue = DispatchQueue(label: "delays")
+        let result = await onDeepStack("attempt \(kind) chain, succeeded") {
+            let chain = Chain(kind, queue: queue)
+            chain.producer.succeed(with: 0)
+            return chain.result()
+        }
+        #expect(result == kind.succeeded(depth: Self.depth))
+    }
+
+    @Test(arguments: AttemptKind.allCases)
+    func aMillionDeepChainFails(_ kind: AttemptKind) async {
+        let queue = DispatchQueue(label: "delays")
+        let result = await onDeepStack("attempt \(kind) chain, failed") {
+            let chain = Chain(kind, queue: queue)
+            chain.producer.fail(with: .failed(0))
+            return chain.result()
+        }
+        #expect(result == kind.failed(depth: Self.depth))
+    }
+
+    @Test(arguments: AttemptKind.allCases)
+    func cancellingTheTailOfAMillionDeepChainStopsTheProducer(_ kind: AttemptKind) async {
+        let queue = DispatchQueue(label: "delays")
+        let (tail, stopped, lateSuccess, producer) = await onDeepStack("attempt \(kind) chain, cancelled") {
+            let chain = Chain(kind, queue: queue)
+            chain.tail.cancel()
+            // The producer learns it was cancelled; its late result is refused, and the
+            // cancellation reaches every attempt of the chain.
+            let lateSuccess = chain.producer.succeed(with: 0)
+            return (chain.tail.peek(), chain.stopped.value, lateSuccess, chain.producer.peek())
+        }
+        #expect(tail == .failure(.cancelled))
+        #expect(stopped == 1, "the producer's cancel handler ran once")
+        #expect(!lateSuccess)
+        #expect(producer == .failure(.cancelled))
+    }
+
+    @Test(arguments: AttemptKind.allCases)
+    func droppingAMillionDeepUnfinishedChainReleasesIt(_ kind: AttemptKind) async {
+        let live = LiveCount()
+        let queue = DispatchQueue(label: "delays")
+        let stopped = await onDeepStack("attempt \(kind) chain, dropped") {
+            let chain = Chain(kind, queue: queue)
+            let tracked = LifetimeTracked(live)
+            chain.tail.upon(.immediate) { _ in _ = tracked }
+            return chain.stopped.value
+        }
+        #expect(stopped == 0, "a handler needs the work, so nothing cancelled it")
+        #expect(live.value == 0, "the handler at the end of the chain was released")
+    }
+}
