@@ -21,7 +21,7 @@ extension Collection {
         }
         let join = AllSucceededAttemptNode<Success, [Success], Failure>(
             count: count, cancellation: first.node.cancellation, combine: { $0 })
-        join.holdDemand(of: map(\.node))
+        join.holdDemand(of: map { $0.node })
         var queue = DrainQueue()
         for (index, input) in enumerated() where !join.isDecided {
             join.link(input, at: index, in: &queue) { $0 }
@@ -49,7 +49,7 @@ extension Sequence {
         let attempts = Array(self)
         let join = FirstSucceededAttemptNode<Success, Failure>(
             count: attempts.count, cancellation: attempts.first?.node.cancellation)
-        join.holdDemand(of: attempts.map(\.node))
+        join.holdDemand(of: attempts.map { $0.node })
         var queue = DrainQueue()
         for (index, input) in attempts.enumerated() where !join.isDecided {
             join.link(input, at: index, in: &queue) { $0 }

@@ -222,18 +222,18 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     }
 
     deinit {
-        var nodes: [ChainNode] = []
+        var nodes = ReleaseStack()
         if let held = upstream.take() {
-            nodes.append(held)
+            nodes.push(held)
         }
-        ChainNode.releaseIteratively(&nodes)
+        nodes.releaseAll()
     }
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
         super.detachDownstream(to: &nodes)
         if let held = upstream.take() {
-            nodes.append(held)
+            nodes.push(held)
         }
     }
 }
@@ -256,14 +256,16 @@ internal final class AttemptHubList: ChainNode, @unchecked Sendable {
     }
 
     deinit {
-        var nodes: [ChainNode] = []
+        var nodes = ReleaseStack()
         detachDownstream(to: &nodes)
-        ChainNode.releaseIteratively(&nodes)
+        nodes.releaseAll()
     }
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
-        nodes.append(contentsOf: hubs)
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        for hub in hubs {
+            nodes.push(hub)
+        }
         hubs = []
     }
 }

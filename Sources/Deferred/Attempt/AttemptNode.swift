@@ -83,18 +83,18 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     }
 
     deinit {
-        var nodes: [ChainNode] = []
+        var nodes = ReleaseStack()
         if let hub = hubSlot.take() {
-            nodes.append(hub)
+            nodes.push(hub)
         }
-        ChainNode.releaseIteratively(&nodes)
+        nodes.releaseAll()
     }
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
         super.detachDownstream(to: &nodes)
         if let hub = hubSlot.take() {
-            nodes.append(hub)
+            nodes.push(hub)
         }
     }
 

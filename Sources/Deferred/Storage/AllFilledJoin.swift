@@ -44,7 +44,7 @@ internal final class AllFilledJoin<Value: Sendable>: ChainNode, @unchecked Senda
     }
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
-        nodes.append(result)
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        nodes.push(result)
     }
 }

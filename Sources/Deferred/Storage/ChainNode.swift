@@ -3,7 +3,7 @@
 ///
 /// Each handler that a combinator adds holds the node it continues. Released naively, an
 /// unfilled chain of a million `map`s would release a million storages by recursion and
-/// overflow the stack; ``releaseIteratively(_:)`` walks the same graph with a loop instead.
+/// overflow the stack; ``ReleaseStack/releaseAll()`` walks the same graph with a loop instead.
 ///
 /// This is a class rather than a protocol so that `isKnownUniquelyReferenced` can look at it.
 /// It holds no state; subclasses document their own thread safety.
@@ -17,14 +17,52 @@ internal class ChainNode: @unchecked Sendable {
     ///
     /// Called only on a node that nobody else references any more.
     @usableFromInline
-    internal func detachDownstream(to nodes: inout [ChainNode]) {}
+    internal func detachDownstream(to nodes: inout ReleaseStack) {}
+}
 
-    /// Releases `nodes`, and whatever only they keep alive, with a loop rather than recursion.
+/// Nodes to release with a loop rather than recursion.
+///
+/// An owner that may hold the only reference to a long chain pushes what it holds here in its
+/// `deinit` and calls ``releaseAll()``. A chain hands over one node at a time, so the top of the
+/// stack lives inline: releasing a chain touches no array.
+@usableFromInline
+internal struct ReleaseStack {
+    /// The node pushed last, if any.
     @usableFromInline
-    internal static func releaseIteratively(_ nodes: inout [ChainNode]) {
-        while var node = nodes.popLast() {
+    internal var top: ChainNode? = nil
+
+    /// The nodes below ``top``, oldest first.
+    @usableFromInline
+    internal var below: [ChainNode] = []
+
+    @inlinable
+    internal init() {}
+
+    /// Adds `node` to the nodes to release.
+    @usableFromInline
+    internal mutating func push(_ node: ChainNode) {
+        if let previous = top {
+            below.append(previous)
+        }
+        top = node
+    }
+
+    /// Releases every node, and whatever only they keep alive: a node nothing else references
+    /// first hands its downstream nodes to the stack, so releasing it recurses no further.
+    @usableFromInline
+    internal mutating func releaseAll() {
+        while true {
+            var node: ChainNode
+            if let next = top {
+                top = nil
+                node = next
+            } else if !below.isEmpty {
+                node = below.removeLast()
+            } else {
+                return
+            }
             if isKnownUniquelyReferenced(&node) {
-                node.detachDownstream(to: &nodes)
+                node.detachDownstream(to: &self)
             }
         }
     }

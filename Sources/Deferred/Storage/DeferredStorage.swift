@@ -76,9 +76,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         }
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
         if !current.isFilled && current.hasPendingHandlers {
-            var downstream: [ChainNode] = []
+            var downstream = ReleaseStack()
             detachHandlers(current, to: &downstream)
-            ChainNode.releaseIteratively(&downstream)
+            downstream.releaseAll()
         }
     }
 
@@ -319,7 +319,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     // MARK: Releasing
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
         if !current.isFilled && current.hasPendingHandlers {
             detachHandlers(current, to: &nodes)
@@ -330,16 +330,16 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     ///
     /// Only the last owner of an unfilled storage calls this, so nothing races with it.
     @usableFromInline
-    internal final func detachHandlers(_ current: StorageState, to nodes: inout [ChainNode]) {
+    internal final func detachHandlers(_ current: StorageState, to nodes: inout ReleaseStack) {
         if let node = firstHandler.take()?.linkedNode {
-            nodes.append(node)
+            nodes.push(node)
         }
         var bits = current.overflowHead
         while bits != 0 {
             let node = HandlerNode<Value>.takeRetained(bits)
             bits = node.next
             if let linked = node.handler.linkedNode {
-                nodes.append(linked)
+                nodes.push(linked)
             }
         }
         let flags = StorageState.fillClaimedBit | StorageState.filledBit | StorageState.firstClaimedBit

@@ -12,25 +12,31 @@ internal struct DrainQueue {
     @usableFromInline
     internal var isRunning = false
 
-    /// Storages completed by running handlers, whose own handlers are still to run; `nil`
-    /// until the first is parked, so that a plain fill touches no array.
+    /// The oldest storage completed by running handlers whose own handlers are still to run.
+    ///
+    /// A chain parks one storage at a time, so the queue's front lives here, inline: a plain
+    /// fill and a chain's links touch no array.
     @usableFromInline
-    internal var parked: [ParkedHandlers]? = nil
+    internal var front: ParkedHandlers? = nil
+
+    /// The storages parked behind ``front``, oldest first, from index ``next`` on; `nil` until
+    /// two are parked at once.
+    @usableFromInline
+    internal var behind: [ParkedHandlers]? = nil
+
+    /// The index of the oldest entry of ``behind`` still to run.
+    @usableFromInline
+    internal var next = 0
 
     @inlinable
     internal init() {}
 
     /// Runs the handlers `taken` from `storage`: now if nothing is running, else after the
-    /// handlers that are running now.
+    /// handlers that are running now and every storage parked before it.
     @inlinable
     internal mutating func runHandlers<Value, Slot>(of storage: DeferredStorage<Value, Slot>, taken: StorageState) {
         if isRunning {
-            let entry = ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value, Slot>.runParked)
-            if parked == nil {
-                parked = [entry]
-            } else {
-                parked!.append(entry)
-            }
+            park(ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value, Slot>.runParked))
         } else {
             isRunning = true
             storage.runHandlers(taken, in: &self)
@@ -38,28 +44,51 @@ internal struct DrainQueue {
         }
     }
 
+    /// Queues `entry` behind every storage parked before it.
+    @usableFromInline
+    internal mutating func park(_ entry: ParkedHandlers) {
+        if front == nil {
+            front = entry
+        } else if behind == nil {
+            behind = [entry]
+        } else {
+            behind!.append(entry)
+        }
+    }
+
     /// Runs every parked storage's handlers, and whatever those complete, before returning.
     @inlinable
     internal mutating func drain() {
-        if parked != nil {
+        if front != nil {
             drainParked()
         }
     }
 
+    /// Runs parked storages oldest first, so the storages are visited breadth first: every
+    /// storage a handler completes runs after the storages parked before it.
     @usableFromInline
     internal mutating func drainParked() {
         isRunning = true
-        // Two arrays take turns: one is run while the other collects the next generation.
-        var spare: [ParkedHandlers]? = []
-        while var generation = parked.take(), !generation.isEmpty {
-            swap(&parked, &spare)
-            for entry in generation {
-                entry.run(entry.storage, entry.taken, &self)
+        while let entry = front {
+            front = nil
+            if behind?.isEmpty == false {
+                promoteBehind()
             }
-            generation.removeAll(keepingCapacity: true)
-            spare = consume generation
+            entry.run(entry.storage, entry.taken, &self)
         }
         isRunning = false
+    }
+
+    /// Moves the oldest entry of ``behind`` to ``front``; the array is emptied, keeping its
+    /// capacity, once every entry has moved.
+    @usableFromInline
+    internal mutating func promoteBehind() {
+        front = behind![next]
+        next += 1
+        if next == behind!.count {
+            behind!.removeAll(keepingCapacity: true)
+            next = 0
+        }
     }
 }
 

@@ -73,9 +73,9 @@ internal final class LazyStep: ChainNode, @unchecked Sendable {
     }
 
     deinit {
-        var nodes: [ChainNode] = []
+        var nodes = ReleaseStack()
         detachDownstream(to: &nodes)
-        ChainNode.releaseIteratively(&nodes)
+        nodes.releaseAll()
     }
 
     /// Every step up to and including this one, first to last.
@@ -101,9 +101,9 @@ internal final class LazyStep: ChainNode, @unchecked Sendable {
     }
 
     @usableFromInline
-    override internal func detachDownstream(to nodes: inout [ChainNode]) {
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
         if let previous = previous.take() {
-            nodes.append(previous)
+            nodes.push(previous)
         }
     }
 }
