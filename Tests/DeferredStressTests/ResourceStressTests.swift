@@ -91,7 +91,8 @@ extension StressSuites {
             print("thread executors: \(report)")
             if result?.exitStatus != .exitCode(EXIT_SUCCESS) {
                 // Why the child failed, when it had no chance to say so on standard output.
-                print("thread executors, the child's standard error: \(String(decoding: result?.standardErrorContent ?? [], as: UTF8.self))")
+                let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+                print("thread executors, the child's standard error: \(errors)")
             }
         }
 

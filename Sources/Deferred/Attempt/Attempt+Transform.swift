@@ -23,9 +23,12 @@ extension Attempt {
         upon executor: some Executor,
         transform: @escaping @Sendable (Success) throws(Failure) -> NewSuccess
     ) -> Attempt<NewSuccess, Failure> {
-        attach(
-            MapAttemptNode(on: self, executor: executor.runsInPlace ? nil : executor, transform: transform),
-            MapAttemptNode<Success, NewSuccess, Failure>.receive
+        typealias Node = StepAttemptNode<OnSuccessStep<Success, NewSuccess, NewSuccess, Failure>>
+        return attach(
+            Node(
+                on: self, executor: executor.runsInPlace ? nil : executor, step: OnSuccessStep(transform),
+                cancellation: node.cancellation),
+            Node.receive
         )
     }
 
@@ -51,9 +54,12 @@ extension Attempt {
         upon executor: some Executor,
         transform: @escaping @Sendable (Failure) -> NewFailure
     ) -> Attempt<Success, NewFailure> {
-        attach(
-            MapErrorAttemptNode(on: self, executor: executor.runsInPlace ? nil : executor, transform: transform),
-            MapErrorAttemptNode<Success, Failure, NewFailure>.receive
+        typealias Node = StepAttemptNode<MapErrorStep<Success, Failure, NewFailure>>
+        return attach(
+            Node(
+                on: self, executor: executor.runsInPlace ? nil : executor, step: MapErrorStep(transform),
+                cancellation: .translating(node.cancellation, with: transform)),
+            Node.receive
         )
     }
 
@@ -77,99 +83,11 @@ extension Attempt {
         upon executor: some Executor,
         start: @escaping @Sendable (Success) throws(Failure) -> Attempt<NewSuccess, Failure>
     ) -> Attempt<NewSuccess, Failure> {
-        attach(
-            AndThenAttemptNode(on: self, executor: executor.runsInPlace ? nil : executor, start: start),
-            AndThenAttemptNode<Success, NewSuccess, Failure>.receive
+        typealias Node = FollowingAttemptNode<OnSuccessStep<Success, NewSuccess, Attempt<NewSuccess, Failure>, Failure>>
+        return attach(
+            Node(on: self, executor: executor.runsInPlace ? nil : executor, step: OnSuccessStep(start)),
+            Node.receive
         )
-    }
-}
-
-/// The node of a `map`: runs the transform on a success.
-@usableFromInline
-internal final class MapAttemptNode<Input: Sendable, Success: Sendable, Failure: Error>:
-    StepAttemptNode<Input, Failure, Success, Failure>, @unchecked Sendable
-{
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var transform: (@Sendable (Input) throws(Failure) -> Success)?
-
-    @inlinable
-    internal init(
-        on source: Attempt<Input, Failure>,
-        executor: (any Executor)?,
-        transform: @escaping @Sendable (Input) throws(Failure) -> Success
-    ) {
-        self.transform = transform
-        super.init(on: source, executor: executor, cancellation: source.node.cancellation)
-    }
-
-    @inlinable
-    override internal func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure>? {
-        if case .failure(let error) = input { .failure(error) } else { nil }
-    }
-
-    @inlinable
-    override internal func cancellationPassedOn(_ input: Result<Input, Failure>) -> Failure? {
-        input.failure ?? cancellationError
-    }
-
-    @inlinable
-    override internal func runStep(_ input: Result<Input, Failure>) -> Result<Success, Failure>? {
-        guard let transform = transform.take(), case .success(let value) = input else {
-            return nil
-        }
-        return Result { () throws(Failure) in try transform(value) }
-    }
-
-    @inlinable
-    override internal func dropStep() {
-        transform = nil
-    }
-}
-
-/// The node of a `mapError`: runs the transform on a failure that is not a cancellation.
-@usableFromInline
-internal final class MapErrorAttemptNode<Success: Sendable, InputFailure: Error, Failure: Error>:
-    StepAttemptNode<Success, InputFailure, Success, Failure>, @unchecked Sendable
-{
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var transform: (@Sendable (InputFailure) -> Failure)?
-
-    @inlinable
-    internal init(
-        on source: Attempt<Success, InputFailure>,
-        executor: (any Executor)?,
-        transform: @escaping @Sendable (InputFailure) -> Failure
-    ) {
-        self.transform = transform
-        super.init(
-            on: source, executor: executor,
-            cancellation: .translating(source.node.cancellation, with: transform)
-        )
-    }
-
-    @inlinable
-    override internal func passedOn(_ input: Result<Success, InputFailure>) -> Result<Success, Failure>? {
-        if case .success(let value) = input { .success(value) } else { nil }
-    }
-
-    @inlinable
-    override internal func cancellationPassedOn(_ input: Result<Success, InputFailure>) -> Failure? {
-        cancellationError
-    }
-
-    @inlinable
-    override internal func runStep(_ input: Result<Success, InputFailure>) -> Result<Success, Failure>? {
-        guard let transform = transform.take(), case .failure(let error) = input else {
-            return nil
-        }
-        return .failure(transform(error))
-    }
-
-    @inlinable
-    override internal func dropStep() {
-        transform = nil
     }
 }
 
@@ -186,43 +104,5 @@ extension CancellationErrorSource {
             return nil
         }
         return CancellationErrorSource { transform(source.cancellationError().unsafelyUnwrapped) }
-    }
-}
-
-/// The node of an `andThen`: starts the next attempt from a success.
-@usableFromInline
-internal final class AndThenAttemptNode<Input: Sendable, Success: Sendable, Failure: Error>:
-    FollowingAttemptNode<Input, Success, Failure>, @unchecked Sendable
-{
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var start: (@Sendable (Input) throws(Failure) -> Attempt<Success, Failure>)?
-
-    @inlinable
-    internal init(
-        on source: Attempt<Input, Failure>,
-        executor: (any Executor)?,
-        start: @escaping @Sendable (Input) throws(Failure) -> Attempt<Success, Failure>
-    ) {
-        self.start = start
-        super.init(on: source, executor: executor)
-    }
-
-    @inlinable
-    override internal func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure>? {
-        if case .failure(let error) = input { .failure(error) } else { nil }
-    }
-
-    @inlinable
-    override internal func runStep(_ input: Result<Input, Failure>) -> Result<Attempt<Success, Failure>, Failure>? {
-        guard let start = start.take(), case .success(let value) = input else {
-            return nil
-        }
-        return Result { () throws(Failure) in try start(value) }
-    }
-
-    @inlinable
-    override internal func dropStep() {
-        start = nil
     }
 }

@@ -6,52 +6,40 @@
 /// demand instead. Cancelling it, or giving up every unit on its hub, releases whichever unit it
 /// holds, which cancels that attempt unless something else needs it.
 @usableFromInline
-internal class FollowingAttemptNode<Input: Sendable, Success: Sendable, Failure: Error>:
-    AttemptNode<Success, Failure>, @unchecked Sendable
-{
+internal final class FollowingAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>,
+    @unchecked Sendable
+where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, Step.Failure> {
     /// Where the step runs; `nil` stands for the immediate executor.
     @usableFromInline
     internal let executor: (any Executor)?
 
+    /// The step, until it runs or is dropped; taken by one owner at a time, as in
+    /// ``StepAttemptNode``.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var step: Step?
+
     @inlinable
-    internal init(on source: Attempt<Input, Failure>, executor: (any Executor)?) {
+    internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, step: Step) {
         self.executor = executor
+        self.step = step
         super.init(owningHubWith: source.node.cancellation)
         hold(source.node)
-    }
-
-    /// The result to pass on without running the step, or `nil` to run it.
-    @usableFromInline
-    internal func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure>? {
-        fatalError("abstract")
-    }
-
-    /// Runs the step, once, and returns the attempt it started or the error it threw; `nil` if
-    /// it ran already.
-    @usableFromInline
-    internal func runStep(_ input: Result<Input, Failure>) -> Result<Attempt<Success, Failure>, Failure>? {
-        fatalError("abstract")
-    }
-
-    /// Drops the step unrun, releasing its captures.
-    @usableFromInline
-    internal func dropStep() {
-        fatalError("abstract")
     }
 
     /// The link step that the source's handler runs.
     @inlinable
     internal static func receive(
-        _ source: ChainNode, _ node: ChainNode, _ input: Result<Input, Failure>, _ queue: inout DrainQueue
+        _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
     ) {
         let node = unsafeDowncast(node, to: FollowingAttemptNode.self)
-        if AttemptNode<Input, Failure>.source(source).isCancelledFlag,
-            let error = input.failure ?? node.cancellationError
+        if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
+            let error = Step.cancellation(of: input, ownError: node.cancellationError)
         {
-            node.dropStep()
+            node.step = nil
             node.decide(.failure(error), cancelled: true, in: &queue)
-        } else if let result = node.passedOn(input) {
-            node.dropStep()
+        } else if let result = Step.passedOn(input) {
+            node.step = nil
             node.decide(result, cancelled: false, in: &queue)
         } else if let executor = node.executor {
             executor.submit {
@@ -64,13 +52,15 @@ internal class FollowingAttemptNode<Input: Sendable, Success: Sendable, Failure:
         }
     }
 
+    /// Runs the step unless this attempt was decided or is no longer needed, then follows the
+    /// attempt it started.
     @inlinable
-    internal final func start(_ input: Result<Input, Failure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let next = runStep(input) else {
-            dropStep()
+    internal func start(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
+        guard mayStartStep(in: &queue), let step = step.take() else {
+            step = nil
             return
         }
-        switch next {
+        switch step.run(input) {
         case .success(let attempt):
             follow(attempt.node, in: &queue)
         case .failure(let error):

@@ -1,75 +1,57 @@
-/// A transparent attempt whose result one step computes from its source's result, once: the
+/// A transparent attempt whose result its step computes from its source's result, once: the
 /// node behind `map`, `mapError` and `recover`.
 ///
 /// When the source's result arrives, the node either passes it on at once (a failure past a
 /// `map`, a success past a `recover`, and every cancellation) or runs its step on its executor,
 /// unless it has been decided (cancelled) or nobody needs it by the time the step would start.
-/// Subclasses say which, and hold the step closure with its exact type, so a stage costs one
-/// allocation.
 ///
-/// The step closure is taken by the single run of the source's handler, or by the one body that
+/// The step is taken by the single run of the source's handler, or by the one body that
 /// handler submits, so it has one owner at a time.
 @usableFromInline
-internal class StepAttemptNode<Input: Sendable, InputFailure: Error, Success: Sendable, Failure: Error>:
-    AttemptNode<Success, Failure>, @unchecked Sendable
-{
+internal final class StepAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>, @unchecked Sendable
+where Step.Output == Step.Success {
     /// Where the step runs; `nil` stands for the immediate executor.
     @usableFromInline
     internal let executor: (any Executor)?
 
+    /// The step, until it runs or is dropped.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var step: Step?
+
     @inlinable
     internal init(
-        on source: Attempt<Input, InputFailure>,
+        on source: Attempt<Step.Input, Step.InputFailure>,
         executor: (any Executor)?,
-        cancellation: CancellationErrorSource<Failure>?
+        step: Step,
+        cancellation: CancellationErrorSource<Step.Failure>?
     ) {
         self.executor = executor
+        self.step = step
         let (hub, holdsUnit) = source.shareDemand()
         super.init(sharing: hub, holdsUnit: holdsUnit, cancellation: cancellation)
-    }
-
-    /// The result to pass on without running the step, or `nil` to run it.
-    @usableFromInline
-    internal func passedOn(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>? {
-        fatalError("abstract")
-    }
-
-    /// The failure a cancellation of the source becomes here.
-    @usableFromInline
-    internal func cancellationPassedOn(_ input: Result<Input, InputFailure>) -> Failure? {
-        fatalError("abstract")
-    }
-
-    /// Runs the step, once; `nil` if it ran already.
-    @usableFromInline
-    internal func runStep(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>? {
-        fatalError("abstract")
-    }
-
-    /// Drops the step unrun, releasing its captures.
-    @usableFromInline
-    internal func dropStep() {
-        fatalError("abstract")
     }
 
     /// The link step that the source's handler runs.
     @inlinable
     internal static func receive(
-        _ source: ChainNode, _ node: ChainNode, _ input: Result<Input, InputFailure>, _ queue: inout DrainQueue
+        _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.InputFailure>,
+        _ queue: inout DrainQueue
     ) {
         unsafeDowncast(node, to: StepAttemptNode.self).receive(
-            input, sourceCancelled: AttemptNode<Input, InputFailure>.source(source).isCancelledFlag, in: &queue)
+            input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
+            in: &queue)
     }
 
     @inlinable
-    internal final func receive(
-        _ input: Result<Input, InputFailure>, sourceCancelled: Bool, in queue: inout DrainQueue
+    internal func receive(
+        _ input: Result<Step.Input, Step.InputFailure>, sourceCancelled: Bool, in queue: inout DrainQueue
     ) {
-        if sourceCancelled, let failure = cancellationPassedOn(input) {
-            dropStep()
+        if sourceCancelled, let failure = Step.cancellation(of: input, ownError: cancellationError) {
+            step = nil
             decide(.failure(failure), cancelled: true, in: &queue)
-        } else if let result = passedOn(input) {
-            dropStep()
+        } else if let result = Step.passedOn(input) {
+            step = nil
             decide(result, cancelled: false, in: &queue)
         } else if let executor {
             executor.submit { [self] in
@@ -84,12 +66,12 @@ internal class StepAttemptNode<Input: Sendable, InputFailure: Error, Success: Se
 
     /// Runs the step unless this attempt was decided or is no longer needed.
     @inlinable
-    internal final func start(_ input: Result<Input, InputFailure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let result = runStep(input) else {
-            dropStep()
+    internal func start(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
+        guard mayStartStep(in: &queue), let step = step.take() else {
+            step = nil
             return
         }
-        decide(result, cancelled: false, in: &queue)
+        decide(step.run(input), cancelled: false, in: &queue)
     }
 }
 
