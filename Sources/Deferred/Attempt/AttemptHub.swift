@@ -46,40 +46,43 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Takes a unit of demand; returns `false` if the attempt was cancelled already.
     @inlinable
     internal func addUnit() -> Bool {
-        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
-        while true {
-            guard let next = observed.adding() else {
-                return false
-            }
-            guard next != observed else {
-                return true
-            }
-            let (exchanged, original) = demand.compareExchange(
-                expected: observed.rawValue,
-                desired: next.rawValue,
-                successOrdering: .relaxed,
-                failureOrdering: .relaxed
-            )
-            if exchanged {
-                return true
-            }
-            observed = DemandState(rawValue: original)
+        updateDemand(synchronizing: false) { state in
+            if let next = state.adding() { (next, true) } else { (state, false) }
         }
     }
 
     /// Records a handler that needs the attempt for good.
     @inlinable
     internal func pin() {
+        updateDemand(synchronizing: false) { state in (state.pinning(), ()) }
+    }
+
+    /// Moves the demand by `transition`, the only place that decides, with one
+    /// compare-and-swap loop; returns what the transition that took effect reported.
+    ///
+    /// `transition` returns the next state and the outcome to report; returning the state it
+    /// was given reports the outcome without writing. A `synchronizing` update acquires and
+    /// releases (it cancels or finishes the attempt); others are relaxed.
+    @inlinable
+    internal func updateDemand<Outcome>(
+        synchronizing: Bool, _ transition: (DemandState) -> (next: DemandState, outcome: Outcome)
+    ) -> Outcome {
         var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
-        while case let next = observed.pinning(), next != observed {
-            let (exchanged, original) = demand.compareExchange(
-                expected: observed.rawValue,
-                desired: next.rawValue,
-                successOrdering: .relaxed,
-                failureOrdering: .relaxed
-            )
+        while true {
+            let (next, outcome) = transition(observed)
+            if next == observed {
+                return outcome
+            }
+            let (exchanged, original) =
+                synchronizing
+                ? demand.compareExchange(
+                    expected: observed.rawValue, desired: next.rawValue,
+                    successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed)
+                : demand.compareExchange(
+                    expected: observed.rawValue, desired: next.rawValue,
+                    successOrdering: .relaxed, failureOrdering: .relaxed)
             if exchanged {
-                return
+                return outcome
             }
             observed = DemandState(rawValue: original)
         }
@@ -107,22 +110,9 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Releases one unit; returns whether that cancelled the attempt.
     @inlinable
     internal func release() -> Bool {
-        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
-        while true {
-            let (next, cancels) = observed.releasing()
-            guard next != observed else {
-                return false
-            }
-            let (exchanged, original) = demand.compareExchange(
-                expected: observed.rawValue,
-                desired: next.rawValue,
-                successOrdering: .acquiringAndReleasing,
-                failureOrdering: .relaxed
-            )
-            if exchanged {
-                return cancels
-            }
-            observed = DemandState(rawValue: original)
+        updateDemand(synchronizing: true) { state in
+            let (next, cancels) = state.releasing()
+            return (next, next != state && cancels)
         }
     }
 
@@ -154,22 +144,9 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
 
     /// Moves to the final state unless the attempt is there already; returns whether it moved.
     private func markFinal(cancelled: Bool) -> Bool {
-        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
-        while true {
-            let (next, finishes) = observed.finishing(cancelled: cancelled)
-            guard finishes else {
-                return false
-            }
-            let (exchanged, original) = demand.compareExchange(
-                expected: observed.rawValue,
-                desired: next.rawValue,
-                successOrdering: .acquiringAndReleasing,
-                failureOrdering: .relaxed
-            )
-            if exchanged {
-                return true
-            }
-            observed = DemandState(rawValue: original)
+        updateDemand(synchronizing: true) { state in
+            let (next, finishes) = state.finishing(cancelled: cancelled)
+            return finishes ? (next, true) : (state, false)
         }
     }
 
