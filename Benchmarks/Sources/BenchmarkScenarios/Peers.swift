@@ -1,6 +1,7 @@
 import Deferred
 import Dispatch
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 @preconcurrency import OpenCombine
 import Synchronization
@@ -96,4 +97,36 @@ func makeFailableCombineFuture() -> (
     let box = PromiseBox()
     let future = OpenCombine.Future<Int, BenchFailure> { box.promise = $0 }
     return (future, box.promise!)
+}
+
+extension Scenario {
+    /// NIO's side of S1 and S10: its futures are failable, so one trial serves both. A promise
+    /// made, succeeded, and observed inline.
+    static let nioCreateFillUpon: @Sendable (Int) -> Trial = { count in
+        let loop = EmbeddedEventLoop()
+        return Trial {
+            for index in 0..<count {
+                let promise = loop.makePromise(of: Int.self)
+                promise.succeed(index)
+                promise.futureResult.whenSuccess(consume)
+            }
+        }
+    }
+
+    /// NIO's side of S4 and S11: a promise, a thousand inline maps, success, then a read of the
+    /// tail.
+    static let nioMapChain: @Sendable (Int) -> Trial = { count in
+        let loop = EmbeddedEventLoop()
+        return Trial {
+            for _ in 0..<count / chainLength {
+                let root = loop.makePromise(of: Int.self)
+                var tail = root.futureResult
+                for _ in 0..<chainLength {
+                    tail = tail.map { $0 &+ 1 }
+                }
+                root.succeed(0)
+                tail.whenSuccess(consume)
+            }
+        }
+    }
 }

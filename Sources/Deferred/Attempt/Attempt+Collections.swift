@@ -142,7 +142,9 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         }
         let list = AttemptHubList(units)
         if !consumerHub().upstream.exchangeUnlessTagged(list).exchanged {
-            list.hubs.forEach(AttemptHub.releaseUnit(on:))
+            for hub in list.hubs {
+                AttemptHub.releaseUnit(on: hub)
+            }
         }
     }
 

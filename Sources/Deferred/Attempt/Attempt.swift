@@ -94,7 +94,9 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
 
     /// Blocks the calling thread until the attempt finishes or `time` passes.
     ///
-    /// While it waits, the attempt counts as needed, so it is not cancelled for lack of demand.
+    /// While it waits, the attempt counts as needed, so it is not cancelled for lack of demand;
+    /// a wait that times out does not cancel the work (unless something that needed it gave up
+    /// while it waited).
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The result, or `nil` if `time` passed first.
@@ -107,7 +109,8 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
             node.settleIfAbandoned()
             return node.wait(until: time)
         }
-        defer { AttemptHub.releaseUnit(on: hub) }
+        // A wait that ends, by a result or a timeout, gives its unit back as a reader.
+        defer { AttemptHub.releaseUnit(on: hub, returning: true) }
         return node.wait(until: time)
     }
 
@@ -120,7 +123,9 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// Whether the attempt was cancelled: by ``cancel()``, because an attempt it depends on was
     /// cancelled, or because nothing needed it any more.
     ///
-    /// Once this is `true`, ``peek()`` returns the result.
+    /// Once this is `true`, ``peek()`` returns the result, except for a failure type with no
+    /// cancellation error: there ``cancel()`` tells the producer to stop, but the producer's own
+    /// result still decides the attempt.
     @inlinable
     public var isCancelled: Bool {
         node.isCancelled

@@ -90,13 +90,19 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
 
     /// Releases a unit held on `hub`, cancelling every attempt that this leaves without demand,
     /// up the graph, with a loop rather than recursion.
+    ///
+    /// A reader that waited gives its unit back (`returning`), which cancels only if a dependent
+    /// gave up meanwhile; see ``DemandState/returning()``.
     @usableFromInline
-    internal static func releaseUnit(on hub: AttemptHub) {
+    internal static func releaseUnit(on hub: AttemptHub, returning: Bool = false) {
         var next: AttemptHub? = hub
         var more: [AttemptHub] = []
+        var returning = returning
         while let current = next ?? more.popLast() {
             next = nil
-            guard current.release() else {
+            let cancels = returning ? current.giveBack() : current.release()
+            returning = false
+            guard cancels else {
                 continue
             }
             current.finish(cancelled: true) {
@@ -104,6 +110,15 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
             } more: {
                 more.append($0)
             }
+        }
+    }
+
+    /// Gives back a reader's unit; returns whether that cancelled the attempt.
+    @inlinable
+    internal func giveBack() -> Bool {
+        updateDemand(synchronizing: true) { state in
+            let (next, cancels) = state.returning()
+            return (next, next != state && cancels)
         }
     }
 

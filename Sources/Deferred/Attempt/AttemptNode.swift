@@ -121,7 +121,10 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
             made.pin()
         }
         if finished {
-            made.finish(cancelled: isCancelledFlag)
+            // A cancel() after the attempt finished withdraws callbacks; it does not make the
+            // result a cancellation, so the producer's cancel handlers must not run.
+            made.finish(
+                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isDecidedCancelled)
         }
         return made
     }
@@ -232,7 +235,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
             return false
         }
         guard !cancelled else {
-            flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
+            flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
             publish(result, in: &queue)
             releaseDemand(cancelled: true)
             return true
@@ -249,7 +252,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         }
         // Cancelled for lack of demand first.
         if let error = cancellationError {
-            flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
+            flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
             publish(.failure(error), in: &queue)
             return false
         }

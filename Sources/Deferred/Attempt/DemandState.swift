@@ -5,11 +5,12 @@
 /// handler added with `upon`, `uponSuccess` or `uponFailure` never gives up, so it *pins* the
 /// attempt instead. When the last unit is released and nothing pinned the attempt, it is
 /// cancelled: work that nobody needs any more stops. Once the attempt has finished, demand no
-/// longer matters.
+/// longer matters. A reader that waited and gives its unit back does not say the work is
+/// unwanted: it cancels only if a dependent gave up on the attempt while the reader held it.
 ///
 /// | raw value                 | meaning                                            |
 /// |---------------------------|----------------------------------------------------|
-/// | `count << 1 \| pinned`     | running: `count` units held, pinned or not         |
+/// | `count << 2 \| given up << 1 \| pinned` | running: `count` units held, pinned or not; *given up* once a dependent released its unit |
 /// | ``cancelled``             | cancelled for lack of demand, or by `cancel()`     |
 /// | ``settled``               | finished: demand no longer matters                 |
 ///
@@ -48,7 +49,7 @@ internal struct DemandState: Equatable, Sendable {
 
     /// How many units are held while the attempt runs.
     @inlinable
-    internal var units: Int { isFinal ? 0 : rawValue >> 1 }
+    internal var units: Int { isFinal ? 0 : rawValue >> 2 }
 
     /// Whether a handler that never gives up needs the attempt.
     @inlinable
@@ -62,7 +63,7 @@ internal struct DemandState: Equatable, Sendable {
     internal func adding() -> DemandState? {
         if isCancelled { return nil }
         if isFinal { return self }
-        return DemandState(rawValue: rawValue + 2)
+        return DemandState(rawValue: rawValue + 4)
     }
 
     /// The state after a dependent releases its unit, and whether that release cancels the
@@ -72,11 +73,25 @@ internal struct DemandState: Equatable, Sendable {
         guard !isFinal else {
             return (self, false)
         }
-        let released = DemandState(rawValue: rawValue - 2)
+        let released = DemandState(rawValue: (rawValue - 4) | 2)
         if released.units == 0 && !released.isPinned {
             return (.cancelled, true)
         }
         return (released, false)
+    }
+
+    /// A reader that held a unit while it waited gives it back: one unit fewer, cancelling only
+    /// if that leaves nothing and a dependent gave up on the attempt meanwhile.
+    @inlinable
+    internal func returning() -> (state: DemandState, cancels: Bool) {
+        guard !isFinal else {
+            return (self, false)
+        }
+        let returned = DemandState(rawValue: rawValue - 4)
+        if returned.units == 0 && !returned.isPinned && returned.rawValue & 2 != 0 {
+            return (.cancelled, true)
+        }
+        return (returned, false)
     }
 
     /// The state after a handler that never gives up pins the attempt.
@@ -105,6 +120,7 @@ internal struct DemandState: Equatable, Sendable {
 /// | 1   | *holds a unit*: a derived attempt that holds one unit of demand on its hub         |
 /// | 2   | *pinned early*: a handler pinned an attempt before it had a hub                    |
 /// | 3   | *keeps its unit*: a handler needs a derived attempt, which keeps its unit for good  |
+/// | 4   | *decided cancelled*: the attempt's result is a cancellation (a late `cancel()` sets only bit 0) |
 @frozen
 @usableFromInline
 internal struct AttemptFlags: Equatable, Sendable {
@@ -120,6 +136,7 @@ internal struct AttemptFlags: Equatable, Sendable {
     @inlinable internal static var holdsUnit: UInt8 { 2 }
     @inlinable internal static var pinnedEarly: UInt8 { 4 }
     @inlinable internal static var keepsUnit: UInt8 { 8 }
+    @inlinable internal static var decidedCancelled: UInt8 { 16 }
 
     /// Whether the attempt was cancelled.
     @inlinable
@@ -132,6 +149,11 @@ internal struct AttemptFlags: Equatable, Sendable {
     /// Whether a derived attempt keeps its unit for its handlers instead of handing it over.
     @inlinable
     internal var keepsUnit: Bool { rawValue & Self.keepsUnit != 0 }
+
+    /// Whether the attempt's result is a cancellation, not a result that a later `cancel()`
+    /// only withdrew the callbacks of.
+    @inlinable
+    internal var isDecidedCancelled: Bool { rawValue & Self.decidedCancelled != 0 }
 
     /// Whether a handler pinned the attempt before it had a hub.
     @inlinable

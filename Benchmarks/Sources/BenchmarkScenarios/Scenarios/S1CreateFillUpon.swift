@@ -1,6 +1,4 @@
 import Deferred
-import NIOCore
-import NIOEmbedded
 @preconcurrency import OpenCombine
 
 extension Scenario {
@@ -22,16 +20,7 @@ extension Scenario {
                     }
                 }
             },
-            .nio: { count in
-                let loop = EmbeddedEventLoop()
-                return Trial {
-                    for index in 0..<count {
-                        let promise = loop.makePromise(of: Int.self)
-                        promise.succeed(index)
-                        promise.futureResult.whenSuccess(consume)
-                    }
-                }
-            },
+            .nio: nioCreateFillUpon,
             .combine: { count in
                 Trial {
                     for index in 0..<count {

@@ -1,6 +1,4 @@
 import Deferred
-import NIOCore
-import NIOEmbedded
 @preconcurrency import OpenCombine
 
 extension Scenario {
@@ -29,20 +27,7 @@ extension Scenario {
                     }
                 }
             },
-            .nio: { count in
-                let loop = EmbeddedEventLoop()
-                return Trial {
-                    for _ in 0..<count / chainLength {
-                        let root = loop.makePromise(of: Int.self)
-                        var tail = root.futureResult
-                        for _ in 0..<chainLength {
-                            tail = tail.map { $0 &+ 1 }
-                        }
-                        root.succeed(0)
-                        tail.whenSuccess(consume)
-                    }
-                }
-            },
+            .nio: nioMapChain,
             .combine: { count in
                 Trial {
                     for _ in 0..<count / chainLength {

@@ -1,0 +1,98 @@
+import Deferred
+import Dispatch
+import TestSupport
+import Testing
+
+/// What reads and late cancellations do to the work: a blocking wait that times out does not
+/// cancel it, and a `cancel()` after the attempt finished never runs the producer's cancel
+/// handlers.
+@Suite struct AttemptLateCancelAndWaitTests {
+    /// The attempts a reader may wait on, each over a producer that counts its cancellations.
+    enum Reader: String, CaseIterable, CustomTestStringConvertible {
+        case root, map, andThen, allSucceeded
+
+        var testDescription: String { rawValue }
+
+        func attempt(over producer: DeferredAttempt<Int, TestError>) -> Attempt<Int, TestError> {
+            switch self {
+            case .root: producer.attempt
+            case .map: producer.attempt.map(upon: .immediate) { $0 }
+            case .andThen: producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }
+            case .allSucceeded: [producer.attempt].allSucceeded().map(upon: .immediate) { $0[0] }
+            }
+        }
+    }
+
+    @Test(arguments: Reader.allCases)
+    func aWaitThatTimesOutLeavesTheWorkRunning(_ reader: Reader) {
+        let producer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        producer.onCancel { stopped.increment() }
+        let attempt = reader.attempt(over: producer)
+        #expect(attempt.wait(until: .now() + .milliseconds(5)) == nil)
+        #expect(stopped.value == 0, "a read that gave up stopped the producer")
+        #expect(!attempt.isCancelled)
+        #expect(producer.succeed(with: 7), "the producer's result was refused")
+        #expect(attempt.peek() == .success(7))
+    }
+
+    @Test func aWaitOnABridgedFutureThatTimesOutKeepsItsValue() {
+        let source = Deferred<Int>()
+        let bridged = Attempt<Int, TestError>(source)
+        #expect(bridged.wait(until: .now() + .milliseconds(5)) == nil)
+        source.fill(with: 3)
+        #expect(bridged.peek() == .success(3))
+    }
+
+    @Test func aWaitThatOutlivesTheLastDependentCancelsWhenItGivesUp() async {
+        let producer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        producer.onCancel { stopped.increment() }
+        let derived = producer.attempt.map(upon: .immediate) { $0 }
+        let waiting = Deferred<Void>()
+        let waited = Deferred<Result<Int, TestError>?>()
+        DispatchQueue.global().async {
+            waiting.fill(with: ())
+            waited.fill(with: producer.attempt.wait(until: .now() + .milliseconds(200)))
+        }
+        await waiting.value
+        // The dependent gives up while the reader holds the work (or just before it took it).
+        derived.cancel()
+        _ = await waited.value
+        #expect(stopped.value == 1, "nothing needs the work once the reader gave up too")
+        #expect(producer.peek() == .failure(.cancelled))
+    }
+
+    @Test func cancellingAfterASuccessNeverRunsCancelHandlers() {
+        let producer = DeferredAttempt<Int, TestError>()
+        #expect(producer.succeed(with: 1))
+        producer.attempt.cancel()
+        let ran = Counter()
+        producer.onCancel { ran.increment() }
+        #expect(producer.peek() == .success(1))
+        #expect(ran.value == 0)
+    }
+
+    @Test func aCancelHandlerAddedAfterACancellationRunsAtOnce() {
+        let producer = DeferredAttempt<Int, TestError>()
+        producer.attempt.cancel()
+        let ran = Counter()
+        producer.onCancel { ran.increment() }
+        #expect(ran.value == 1)
+    }
+
+    /// A failure type with no cancellation error: `cancel()` tells the producer to stop, and
+    /// the producer's own result still decides the attempt.
+    @Test func aPlainErrorAttemptIsDecidedByItsProducerAfterCancel() {
+        struct PlainError: Error, Equatable {}
+        let producer = DeferredAttempt<Int, PlainError>()
+        let stopped = Counter()
+        producer.onCancel { stopped.increment() }
+        producer.attempt.cancel()
+        #expect(stopped.value == 1)
+        #expect(producer.attempt.isCancelled)
+        #expect(producer.peek() == nil)
+        #expect(producer.fail(with: PlainError()))
+        #expect(producer.peek() == .failure(PlainError()))
+    }
+}
