@@ -100,8 +100,9 @@ func makeFailableCombineFuture() -> (
 }
 
 extension Scenario {
-    /// NIO's side of S1 and S10: its futures are failable, so one trial serves both. A promise
-    /// made, succeeded, and observed inline.
+    /// NIO's side of S1 and S10: a promise made, succeeded, and observed inline.
+    ///
+    /// NIO's futures are failable, so one trial serves both scenarios.
     static let nioCreateFillUpon: @Sendable (Int) -> Trial = { count in
         let loop = EmbeddedEventLoop()
         return Trial {
@@ -113,8 +114,8 @@ extension Scenario {
         }
     }
 
-    /// NIO's side of S4 and S11: a promise, a thousand inline maps, success, then a read of the
-    /// tail.
+    /// NIO's side of S4 and S11: a promise, a thousand inline maps, success, then a read of
+    /// the tail.
     static let nioMapChain: @Sendable (Int) -> Trial = { count in
         let loop = EmbeddedEventLoop()
         return Trial {
