@@ -20,10 +20,12 @@ extension Collection where Element: FutureProtocol {
         }
         let join = AllFilledJoin<Element.Value>(count: count)
         var queue = DrainQueue()
-        for (index, future) in zip(0..., self) {
-            future.addLink(join, in: &queue) { node, value, queue in
+        var index = 0
+        for future in self {
+            future.addLink(join, in: &queue) { [index] node, value, queue in
                 unsafeDowncast(node, to: AllFilledJoin<Element.Value>.self).arrive(at: index, with: value, in: &queue)
             }
+            index += 1
         }
         queue.drain()
         return Future(storage: join.result)

@@ -48,7 +48,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
             self = future
         } else if let deferred = base as? Deferred<Value> {
             source = deferred.source
-        } else if let lazy = base as? any ErasableLazyView<Value> {
+        } else if let lazy = base as? any ErasableLazyView {
             source = lazy.erasedSource()
         } else {
             source = .erased(AnyFutureBox(base))

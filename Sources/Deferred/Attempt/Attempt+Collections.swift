@@ -23,8 +23,13 @@ extension Collection {
             count: count, cancellation: first.node.cancellation, combine: { $0 })
         join.holdDemand(of: map { $0.node })
         var queue = DrainQueue()
-        for (index, input) in enumerated() where !join.isDecided {
+        var index = 0
+        for input in self {
+            guard !join.isDecided else {
+                break  // Decided by an input already linked: the rest need no link.
+            }
             join.link(input, at: index, in: &queue) { $0 }
+            index += 1
         }
         queue.drain()
         return Attempt(node: join)
@@ -51,8 +56,13 @@ extension Sequence {
             count: attempts.count, cancellation: attempts.first?.node.cancellation)
         join.holdDemand(of: attempts.map { $0.node })
         var queue = DrainQueue()
-        for (index, input) in attempts.enumerated() where !join.isDecided {
+        var index = 0
+        for input in attempts {
+            guard !join.isDecided else {
+                break  // Decided by an input already linked: the rest need no link.
+            }
             join.link(input, at: index, in: &queue) { $0 }
+            index += 1
         }
         queue.drain()
         return Attempt(node: join)
@@ -140,9 +150,10 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
                 input.settleIfAbandoned()
             }
         }
-        let list = AttemptHubList(units)
-        if !consumerHub().upstream.exchangeUnlessTagged(list).exchanged {
-            for hub in list.hubs {
+        // One unit is held as it is, like an owner's single source; more go in a list.
+        let held: ChainNode? = units.count == 1 ? units[0] : units.isEmpty ? nil : AttemptHubList(units)
+        if !consumerHub().upstream.exchangeUnlessTagged(held).exchanged {
+            for hub in units {
                 AttemptHub.releaseUnit(on: hub)
             }
         }
@@ -176,7 +187,7 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     JoinAttemptNode<Element, Success, Failure>, @unchecked Sendable
 {
     @usableFromInline
-    internal let slots: UnsafeMutableBufferPointer<Element?>
+    internal let slots: JoinSlots<Element>
 
     @usableFromInline
     internal let combine: @Sendable ([Element]) -> Success
@@ -185,15 +196,13 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     internal init(
         count: Int, cancellation: CancellationErrorSource<Failure>?, combine: @escaping @Sendable ([Element]) -> Success
     ) {
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil)
+        slots = JoinSlots(count: count)
         self.combine = combine
         super.init(count: count, cancellation: cancellation)
     }
 
     deinit {
-        slots.deinitialize()
-        slots.deallocate()
+        slots.free()
     }
 
     @usableFromInline
@@ -202,10 +211,9 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     ) {
         switch passedOn(result, cancelled: cancelled) {
         case .success(let value):
-            slots[index] = value
+            slots.store(value, at: index)
             if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-                let values = slots.indices.map { slots[$0].take().unsafelyUnwrapped }
-                decide(.success(combine(values)), cancelled: false, in: &queue)
+                decide(.success(combine(slots.takeAll())), cancelled: false, in: &queue)
             }
         case .failure(let error):
             decide(.failure(error), cancelled: cancelled, in: &queue)

@@ -98,18 +98,15 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         var next: AttemptHub? = hub
         var more: [AttemptHub] = []
         var returning = returning
-        while let current = next ?? more.popLast() {
+        while let current = next ?? (more.isEmpty ? nil : more.removeLast()) {
             next = nil
             let cancels = returning ? current.giveBack() : current.release()
             returning = false
             guard cancels else {
                 continue
             }
-            current.finish(cancelled: true) {
-                next = $0
-            } more: {
-                more.append($0)
-            }
+            _ = current.fill(true)
+            current.takeUpstream(into: &next, &more)
         }
     }
 
@@ -168,35 +165,30 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Runs or drops the cancel handlers and releases the units held upstream, for the caller
     /// that moved the attempt to its final state.
     private func completeFinish(cancelled: Bool) {
-        var held: [AttemptHub] = []
-        finish(cancelled: cancelled) {
-            held.append($0)
-        } more: {
-            held.append($0)
+        _ = fill(cancelled)
+        var one: AttemptHub?
+        var more: [AttemptHub] = []
+        takeUpstream(into: &one, &more)
+        if let one {
+            Self.releaseUnit(on: one)
         }
-        for hub in held {
+        for hub in more {
             Self.releaseUnit(on: hub)
         }
     }
 
-    /// Moves to the final state: the caller has made the release that cancels, or the attempt
-    /// finished.
-    ///
-    /// Hands the hubs upstream whose units must be released to `one` and `more`.
-    private func finish(
-        cancelled: Bool, one: (AttemptHub) -> Void, more: (AttemptHub) -> Void
-    ) {
-        _ = fill(cancelled)
-        releaseUpstream(one: one, more: more)
-    }
-
-    /// Takes the units held upstream and hands each hub to `one` or `more`.
-    private func releaseUpstream(one: (AttemptHub) -> Void, more: (AttemptHub) -> Void) {
+    /// Takes the units held upstream: a single hub goes to `one` if it is empty, the others to
+    /// `more`.
+    private func takeUpstream(into one: inout AttemptHub?, _ more: inout [AttemptHub]) {
         switch upstream.takeAndTag() {
         case let hub as AttemptHub:
-            one(hub)
+            if one == nil {
+                one = hub
+            } else {
+                more.append(hub)
+            }
         case let list as AttemptHubList:
-            list.hubs.forEach(more)
+            more.append(contentsOf: list.hubs)
         default:
             break
         }

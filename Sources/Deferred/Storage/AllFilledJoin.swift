@@ -13,33 +13,33 @@ internal final class AllFilledJoin<Value: Sendable>: ChainNode, @unchecked Senda
     @usableFromInline
     internal let result = Storage<[Value]>()
 
+    /// One slot per future.
+    @usableFromInline
+    internal let slots: JoinSlots<Value>
+
     /// How many futures have not delivered yet.
     @usableFromInline
     internal let remaining: Atomic<Int>
 
-    /// One slot per future, `nil` until it delivers.
-    @usableFromInline
-    internal let slots: UnsafeMutableBufferPointer<Value?>
-
     @inlinable
     internal init(count: Int) {
         remaining = Atomic(count)
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil)
+        slots = JoinSlots(count: count)
     }
 
     deinit {
-        slots.deinitialize()
-        slots.deallocate()
+        // What `slots.free()` does, spelled out: calling it here crashes Swift 6.3's ownership
+        // verifier in release builds (a method call in the deinit of a class with an `Atomic`).
+        slots.slots.deinitialize()
+        slots.slots.deallocate()
     }
 
     /// Stores the value of the future at `index`; the last arrival fills the result.
     @inlinable
     internal func arrive(at index: Int, with value: Value, in queue: inout DrainQueue) {
-        slots[index] = value
+        slots.store(value, at: index)
         if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-            let values = slots.indices.map { slots[$0].take().unsafelyUnwrapped }
-            _ = result.resolve(values, in: &queue)
+            _ = result.resolve(slots.takeAll(), in: &queue)
         }
     }
 

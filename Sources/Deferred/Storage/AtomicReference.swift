@@ -115,12 +115,18 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static func borrow(_ bits: UInt) -> Object? {
-        UnsafeRawPointer(bitPattern: bits & ~tagBit).map { Unmanaged<Object>.fromOpaque($0).takeUnretainedValue() }
+        guard let address = UnsafeRawPointer(bitPattern: bits & ~tagBit) else {
+            return nil
+        }
+        return Unmanaged<Object>.fromOpaque(address).takeUnretainedValue()
     }
 
     @inlinable
     internal static func take(_ bits: UInt) -> Object? {
-        UnsafeRawPointer(bitPattern: bits & ~tagBit).map { Unmanaged<Object>.fromOpaque($0).takeRetainedValue() }
+        guard let address = UnsafeRawPointer(bitPattern: bits & ~tagBit) else {
+            return nil
+        }
+        return Unmanaged<Object>.fromOpaque(address).takeRetainedValue()
     }
 
     @inlinable

@@ -186,6 +186,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if taken.isFirstReady, let first = firstHandler.take() {
             first.run(with: value, from: self, in: &queue)
         }
+        guard taken.overflowHead != 0 else {
+            return
+        }
         var bits = HandlerNode<Value>.reversed(taken.overflowHead)
         while bits != 0 {
             let node = HandlerNode<Value>.takeRetained(bits)

@@ -126,7 +126,7 @@ extension FutureProtocol {
             future.source.addLink(node, in: &queue, step)
         } else if let deferred = self as? Deferred<Value> {
             deferred.source.addLink(node, in: &queue, step)
-        } else if let view = self as? any FutureView<Value> {
+        } else if let view = self as? any FutureView {
             view.addLinkThroughView(node, in: &queue, step)
         } else {
             upon(ImmediateExecutor.shared) { value in

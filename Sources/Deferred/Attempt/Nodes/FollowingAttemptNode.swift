@@ -95,8 +95,17 @@ extension AttemptNode {
 
     /// Finishes this attempt with `next`'s result once it has one, holding `next`'s demand
     /// until then; decides it as cancelled instead if nobody needs it any more.
+    ///
+    /// A `next` that has finished passes its result on at once.
     @inlinable
     internal final func follow(_ next: AttemptNode, in queue: inout DrainQueue) {
+        if let result = next.peek() {
+            // Finished already (`Attempt(success:)`, say): there is no demand to hold on it, and
+            // the units this attempt holds upstream are released when it is decided.
+            let (passed, cancelled) = passedOn(result, sourceCancelled: next.isCancelledFlag)
+            decide(passed, cancelled: cancelled, in: &queue)
+            return
+        }
         guard hold(next) else {
             _ = decideCancelled(in: &queue)
             return
