@@ -22,16 +22,7 @@ extension Collection {
         let join = AllSucceededAttemptNode<Success, [Success], Failure>(
             count: count, cancellation: first.node.cancellation, combine: { $0 })
         join.holdDemand(of: map { $0.node })
-        var queue = DrainQueue()
-        var index = 0
-        for input in self {
-            guard !join.isDecided else {
-                break  // Decided by an input already linked: the rest need no link.
-            }
-            join.link(input, at: index, in: &queue) { $0 }
-            index += 1
-        }
-        queue.drain()
+        join.linkAll(self)
         return Attempt(node: join)
     }
 }
@@ -55,16 +46,7 @@ extension Sequence {
         let join = FirstSucceededAttemptNode<Success, Failure>(
             count: attempts.count, cancellation: attempts.first?.node.cancellation)
         join.holdDemand(of: attempts.map { $0.node })
-        var queue = DrainQueue()
-        var index = 0
-        for input in attempts {
-            guard !join.isDecided else {
-                break  // Decided by an input already linked: the rest need no link.
-            }
-            join.link(input, at: index, in: &queue) { $0 }
-            index += 1
-        }
-        queue.drain()
+        join.linkAll(attempts)
         return Attempt(node: join)
     }
 }
@@ -157,6 +139,22 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
                 AttemptHub.releaseUnit(on: hub)
             }
         }
+    }
+
+    /// Links each of `inputs` by position, stopping once the join is decided (the rest need no
+    /// link), and runs what the links completed.
+    @usableFromInline
+    internal final func linkAll(_ inputs: some Sequence<Attempt<Element, Failure>>) {
+        var queue = DrainQueue()
+        var index = 0
+        for input in inputs {
+            guard !isDecided else {
+                break
+            }
+            link(input, at: index, in: &queue) { $0 }
+            index += 1
+        }
+        queue.drain()
     }
 
     /// Links `input`, the input at `index`, whose value `box` turns into an element.
