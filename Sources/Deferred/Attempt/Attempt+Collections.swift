@@ -151,10 +151,19 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
             guard !isDecided else {
                 break
             }
-            link(input, at: index, in: &queue) { $0 }
+            link(input, at: index, in: &queue)
             index += 1
         }
         queue.drain()
+    }
+
+    /// Links `input`, the input at `index`, whose value is an element as it is.
+    @usableFromInline
+    internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
+        input.node.link(self, in: &queue) { source, node, result, queue in
+            unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
+                at: index, with: result, cancelled: source.isCancelledAttempt, in: &queue)
+        }
     }
 
     /// Links `input`, the input at `index`, whose value `box` turns into an element.
@@ -168,7 +177,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         input.node.link(self, in: &queue) { source, node, result, queue in
             unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
                 at: index, with: result.map(box),
-                cancelled: AttemptNode<Input, Failure>.source(source).isCancelledFlag, in: &queue)
+                cancelled: source.isCancelledAttempt, in: &queue)
         }
     }
 }
@@ -203,16 +212,43 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
         slots.free()
     }
 
+    // The arrival of a success from an input that was not cancelled, the common case, is
+    // apart from the rest so that it makes no `Result` of its own: unoptimized, a function looks
+    // up the metadata of every such local on entry, whichever branch it takes.
     @usableFromInline
     override internal func arrive(
         at index: Int, with result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
     ) {
+        if !cancelled, case .success(let value) = result {
+            arrive(at: index, withValue: value, in: &queue)
+        } else {
+            arrive(at: index, passing: result, cancelled: cancelled, in: &queue)
+        }
+    }
+
+    /// Stores the value of the input at `index`; the last to arrive completes the join.
+    @usableFromInline
+    internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
+        slots.store(value, at: index)
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            succeed(in: &queue)
+        }
+    }
+
+    /// Succeeds with every input's value.
+    @usableFromInline
+    internal func succeed(in queue: inout DrainQueue) {
+        decide(.success(combine(slots.takeAll())), cancelled: false, in: &queue)
+    }
+
+    /// Takes a failure, or the result of a cancelled input, by what it passes on.
+    @usableFromInline
+    internal func arrive(
+        at index: Int, passing result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
+    ) {
         switch passedOn(result, cancelled: cancelled) {
         case .success(let value):
-            slots.store(value, at: index)
-            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-                decide(.success(combine(slots.takeAll())), cancelled: false, in: &queue)
-            }
+            arrive(at: index, withValue: value, in: &queue)
         case .failure(let error):
             decide(.failure(error), cancelled: cancelled, in: &queue)
         }
@@ -231,8 +267,7 @@ internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error
         if case .success = result, !cancelled {
             decide(result, cancelled: false, in: &queue)
         } else if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-            let (passed, cancelled) = passedOn(result, sourceCancelled: cancelled)
-            decide(passed, cancelled: cancelled, in: &queue)
+            decide(passing: result, sourceCancelled: cancelled, in: &queue)
         }
     }
 }

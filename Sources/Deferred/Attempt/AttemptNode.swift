@@ -213,6 +213,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isCancelled
     }
 
+    @usableFromInline
+    override internal final var isCancelledAttempt: Bool {
+        isCancelledFlag
+    }
+
     /// Whether this attempt has been decided, or is being decided.
     @inlinable
     internal final var isDecided: Bool {
@@ -250,7 +255,19 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
             hub.finishSettled()
             return true
         }
-        // Cancelled for lack of demand first.
+        return decideAfterLosingDemand(result, in: &queue)
+    }
+
+    /// Decides this attempt after its hub was cancelled for lack of demand.
+    ///
+    /// The caller claimed the fill. The attempt is decided as cancelled if its failure type has
+    /// a cancellation error, else with `result`; returns whether it was decided with `result`.
+    ///
+    /// Apart from ``decide(_:cancelled:in:)`` so that the common path makes no `Failure?` or
+    /// `Result` of its own (unoptimized, their metadata would be looked up on every call).
+    @usableFromInline
+    internal final func decideAfterLosingDemand(_ result: Result<Success, Failure>, in queue: inout DrainQueue) -> Bool
+    {
         if let error = cancellationError {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
             publish(.failure(error), in: &queue)
@@ -365,12 +382,5 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) {
         add(.sourcedLink(node, step), in: &queue)
-    }
-
-    /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
-    /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
-    @inlinable
-    internal static func source(_ node: ChainNode) -> AttemptNode {
-        unsafeDowncast(node, to: AttemptNode.self)
     }
 }

@@ -96,6 +96,14 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         StorageState(rawValue: state.load(ordering: .acquiring)).isFilled ? value.wrapped : nil
     }
 
+    /// The value of a storage whose value is visible.
+    ///
+    /// Unlike ``peek()``, an unoptimized caller makes no `Value?` of its own.
+    @inlinable
+    internal final var filledValue: Value {
+        value.unwrapped
+    }
+
     /// The executor that must run for this storage to be filled, where it is known.
     ///
     /// That is the executor of a `map`'s transform. Debug builds use it to catch waits that
@@ -181,8 +189,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// The inline handler runs first, then the overflow stack, oldest first. Each handler is
     /// released right after it runs.
     @inlinable
-    internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
-        let value = self.value.wrapped.unsafelyUnwrapped
+    override internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
+        let value = self.value.unwrapped
         if taken.isFirstReady, let first = firstHandler.take() {
             first.run(with: value, from: self, in: &queue)
         }
@@ -195,12 +203,6 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             bits = node.next
             node.handler.run(with: value, from: self, in: &queue)
         }
-    }
-
-    /// Runs the handlers of the parked storage `node`; see ``DrainQueue``.
-    @inlinable
-    internal static func runParked(_ node: ChainNode, _ taken: StorageState, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: DeferredStorage.self).runHandlers(taken, in: &queue)
     }
 
     /// Waits for the fill that beat this caller to make its value visible.
@@ -239,7 +241,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         while true {
             switch observed.registration {
             case .runNow:
-                handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
+                handler.run(with: value.unwrapped, from: self, in: &queue)
                 return
             case .claimFirst(let claimed):
                 let (exchanged, original) = state.compareExchange(
@@ -257,7 +259,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
                     rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
                 )
                 if before.isFilled, let handler = firstHandler.take() {
-                    handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
+                    handler.run(with: value.unwrapped, from: self, in: &queue)
                 }
                 return
             case .pushOverflow:
@@ -287,7 +289,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             observed = StorageState(rawValue: original)
         }
         _ = HandlerNode<Value>.takeRetained(bits)
-        handler.run(with: value.wrapped.unsafelyUnwrapped, from: self, in: &queue)
+        handler.run(with: value.unwrapped, from: self, in: &queue)
     }
 
     /// The registry of tasks awaiting the value, made and linked on first use; `nil` once

@@ -36,7 +36,7 @@ internal struct DrainQueue {
     @inlinable
     internal mutating func runHandlers<Value, Slot>(of storage: DeferredStorage<Value, Slot>, taken: StorageState) {
         if isRunning {
-            park(ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value, Slot>.runParked))
+            park(ParkedHandlers(storage: storage, taken: taken))
         } else {
             isRunning = true
             storage.runHandlers(taken, in: &self)
@@ -74,7 +74,7 @@ internal struct DrainQueue {
             if behind?.isEmpty == false {
                 promoteBehind()
             }
-            entry.run(entry.storage, entry.taken, &self)
+            entry.storage.runHandlers(entry.taken, in: &self)
         }
         isRunning = false
     }
@@ -92,8 +92,8 @@ internal struct DrainQueue {
     }
 }
 
-/// A filled storage whose handlers wait in a ``DrainQueue``, with the function that runs them
-/// (specialized for the storage's value type where the caller is).
+/// A filled storage whose handlers wait in a ``DrainQueue``, with what its fill took out of
+/// its state word.
 @usableFromInline
 internal struct ParkedHandlers {
     @usableFromInline
@@ -102,15 +102,9 @@ internal struct ParkedHandlers {
     @usableFromInline
     internal let taken: StorageState
 
-    @usableFromInline
-    internal let run: (ChainNode, StorageState, inout DrainQueue) -> Void
-
     @inlinable
-    internal init(
-        storage: ChainNode, taken: StorageState, run: @escaping (ChainNode, StorageState, inout DrainQueue) -> Void
-    ) {
+    internal init(storage: ChainNode, taken: StorageState) {
         self.storage = storage
         self.taken = taken
-        self.run = run
     }
 }

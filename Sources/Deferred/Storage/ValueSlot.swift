@@ -17,11 +17,18 @@ internal protocol ValueSlot<Wrapped>: SendableMetatype {
 
     /// The value in the slot, if any.
     var wrapped: Wrapped? { get }
+
+    /// The value in a slot that holds one. (Read through the slot's own type, an unoptimized
+    /// caller needs no `Optional<Wrapped>` metadata of its own.)
+    var unwrapped: Wrapped { get }
 }
 
 extension Optional: ValueSlot {
     @inlinable
     internal var wrapped: Wrapped? { self }
+
+    @inlinable
+    internal var unwrapped: Wrapped { unsafelyUnwrapped }
 }
 
 /// The storage of a `Deferred<Value>`.

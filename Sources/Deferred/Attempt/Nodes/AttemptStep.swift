@@ -4,6 +4,10 @@
 /// A step is a value type that the node stores with its exact type, so the node's calls to it
 /// are direct and specialized where the combinator is, and a stage costs one allocation. The
 /// node decides whether the step runs; the step only says what it does with an input.
+///
+/// The requirements ask separately whether the step runs and what passes on, so that a node's
+/// common path makes no `Result` or `Optional` of its own: unoptimized, a function looks up the
+/// metadata of every such local on entry, whichever branch it takes.
 @usableFromInline
 internal protocol AttemptStep: Sendable {
     /// The source's value.
@@ -17,8 +21,11 @@ internal protocol AttemptStep: Sendable {
     /// What the step makes: the value itself, or an attempt that will finish with it.
     associatedtype Output
 
-    /// The result to pass on without running the step, or `nil` if the step runs for `input`.
-    static func passedOn(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>?
+    /// Whether the step runs for `input`; otherwise ``passedOn(_:)`` is the result.
+    static func runs(for input: Result<Input, InputFailure>) -> Bool
+
+    /// The result to pass on, without running the step, for an input it does not run for.
+    static func passedOn(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>
 
     /// The failure a cancelled source's `input` becomes here, given the derived attempt's own
     /// cancellation error.
@@ -52,13 +59,22 @@ internal struct OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failur
     }
 
     @inlinable
-    internal static func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure>? {
-        if case .failure(let error) = input { .failure(error) } else { nil }
+    internal static func runs(for input: Result<Input, Failure>) -> Bool {
+        if case .success = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure> {
+        .failure(input.failureUnchecked)
     }
 
     @inlinable
     internal func run(_ input: Result<Input, Failure>) -> Result<Output, Failure> {
-        Result { () throws(Failure) in try body(input.successValueUnchecked) }
+        do throws(Failure) {
+            return .success(try body(input.successValueUnchecked))
+        } catch {
+            return .failure(error)
+        }
     }
 }
 
@@ -80,13 +96,22 @@ internal struct OnFailureStep<Success: Sendable, Output, Failure: Error>: Attemp
     }
 
     @inlinable
-    internal static func passedOn(_ input: Result<Success, Failure>) -> Result<Success, Failure>? {
-        if case .success = input { input } else { nil }
+    internal static func runs(for input: Result<Success, Failure>) -> Bool {
+        if case .failure = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Success, Failure>) -> Result<Success, Failure> {
+        input
     }
 
     @inlinable
     internal func run(_ input: Result<Success, Failure>) -> Result<Output, Failure> {
-        Result { () throws(Failure) in try body(input.failureUnchecked) }
+        do throws(Failure) {
+            return .success(try body(input.failureUnchecked))
+        } catch {
+            return .failure(error)
+        }
     }
 }
 
@@ -105,8 +130,13 @@ internal struct MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Er
     }
 
     @inlinable
-    internal static func passedOn(_ input: Result<Success, InputFailure>) -> Result<Success, Failure>? {
-        if case .success(let value) = input { .success(value) } else { nil }
+    internal static func runs(for input: Result<Success, InputFailure>) -> Bool {
+        if case .failure = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Success, InputFailure>) -> Result<Success, Failure> {
+        .success(input.successValueUnchecked)
     }
 
     /// A cancellation becomes this attempt's own cancellation error: the source's error has

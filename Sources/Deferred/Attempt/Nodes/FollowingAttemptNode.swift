@@ -33,14 +33,10 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
     ) {
         let node = unsafeDowncast(node, to: FollowingAttemptNode.self)
-        if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
-            let error = Step.cancellation(of: input, ownError: node.cancellationError)
-        {
-            node.step = nil
-            node.decide(.failure(error), cancelled: true, in: &queue)
-        } else if let result = Step.passedOn(input) {
-            node.step = nil
-            node.decide(result, cancelled: false, in: &queue)
+        if source.isCancelledAttempt, node.decideCancelled(from: input, in: &queue) {
+            return
+        } else if !Step.runs(for: input) {
+            node.passOn(input, in: &queue)
         } else if let executor = node.executor {
             executor.submit {
                 var queue = DrainQueue()
@@ -50,6 +46,25 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         } else {
             node.start(input, in: &queue)
         }
+    }
+
+    /// Decides this attempt as cancelled, since its source was with `input`; returns `false`,
+    /// deciding nothing, if its failure type has no cancellation error.
+    @usableFromInline
+    internal func decideCancelled(from input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) -> Bool {
+        guard let error = Step.cancellation(of: input, ownError: cancellationError) else {
+            return false
+        }
+        step = nil
+        decide(.failure(error), cancelled: true, in: &queue)
+        return true
+    }
+
+    /// Decides this attempt with what `input` passes on, without running the step.
+    @usableFromInline
+    internal func passOn(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
+        step = nil
+        decide(Step.passedOn(input), cancelled: false, in: &queue)
     }
 
     /// Runs the step unless this attempt was decided or is no longer needed, then follows the
@@ -99,11 +114,10 @@ extension AttemptNode {
     /// A `next` that has finished passes its result on at once.
     @inlinable
     internal final func follow(_ next: AttemptNode, in queue: inout DrainQueue) {
-        if let result = next.peek() {
+        if next.isFilled {
             // Finished already (`Attempt(success:)`, say): there is no demand to hold on it, and
             // the units this attempt holds upstream are released when it is decided.
-            let (passed, cancelled) = passedOn(result, sourceCancelled: next.isCancelledFlag)
-            decide(passed, cancelled: cancelled, in: &queue)
+            decide(passing: next.filledValue, sourceCancelled: next.isCancelledFlag, in: &queue)
             return
         }
         guard hold(next) else {
@@ -119,9 +133,30 @@ extension AttemptNode {
     internal static func forward(
         _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
     ) {
-        let node = unsafeDowncast(node, to: AttemptNode.self)
-        let (passed, cancelled) = node.passedOn(result, sourceCancelled: AttemptNode.source(source).isCancelledFlag)
-        node.decide(passed, cancelled: cancelled, in: &queue)
+        unsafeDowncast(node, to: AttemptNode.self).decide(
+            passing: result, sourceCancelled: source.isCancelledAttempt, in: &queue)
+    }
+
+    /// Decides this attempt with what a source that finished with `result` passes on; see
+    /// ``passedOn(_:sourceCancelled:)``.
+    ///
+    /// A source that was not cancelled passes its result on as it is, without making a `Result`
+    /// of its own (unoptimized, the metadata of such a local is looked up on every call).
+    @inlinable
+    internal final func decide(
+        passing result: Result<Success, Failure>, sourceCancelled: Bool, in queue: inout DrainQueue
+    ) {
+        if sourceCancelled {
+            decideFromCancelledSource(result, in: &queue)
+        } else {
+            decide(result, cancelled: false, in: &queue)
+        }
+    }
+
+    @usableFromInline
+    internal final func decideFromCancelledSource(_ result: Result<Success, Failure>, in queue: inout DrainQueue) {
+        let (passed, cancelled) = passedOn(result, sourceCancelled: true)
+        decide(passed, cancelled: cancelled, in: &queue)
     }
 
     /// The result this attempt takes from a source that finished with `result`: a cancelled

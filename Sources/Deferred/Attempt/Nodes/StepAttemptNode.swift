@@ -39,7 +39,7 @@ where Step.Output == Step.Success {
         _ queue: inout DrainQueue
     ) {
         unsafeDowncast(node, to: StepAttemptNode.self).receive(
-            input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
+            input, sourceCancelled: source.isCancelledAttempt,
             in: &queue)
     }
 
@@ -47,12 +47,10 @@ where Step.Output == Step.Success {
     internal func receive(
         _ input: Result<Step.Input, Step.InputFailure>, sourceCancelled: Bool, in queue: inout DrainQueue
     ) {
-        if sourceCancelled, let failure = Step.cancellation(of: input, ownError: cancellationError) {
-            step = nil
-            decide(.failure(failure), cancelled: true, in: &queue)
-        } else if let result = Step.passedOn(input) {
-            step = nil
-            decide(result, cancelled: false, in: &queue)
+        if sourceCancelled {
+            receiveFromCancelledSource(input, in: &queue)
+        } else if !Step.runs(for: input) {
+            passOn(input, in: &queue)
         } else if let executor {
             executor.submit { [self] in
                 var queue = DrainQueue()
@@ -62,6 +60,26 @@ where Step.Output == Step.Success {
         } else {
             start(input, in: &queue)
         }
+    }
+
+    /// Decides this attempt as cancelled, since its source was; or, if its failure type has
+    /// no cancellation error, takes `input` as usual.
+    @usableFromInline
+    internal func receiveFromCancelledSource(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue)
+    {
+        if let failure = Step.cancellation(of: input, ownError: cancellationError) {
+            step = nil
+            decide(.failure(failure), cancelled: true, in: &queue)
+        } else {
+            receive(input, sourceCancelled: false, in: &queue)
+        }
+    }
+
+    /// Decides this attempt with what `input` passes on, without running the step.
+    @usableFromInline
+    internal func passOn(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
+        step = nil
+        decide(Step.passedOn(input), cancelled: false, in: &queue)
     }
 
     /// Runs the step unless this attempt was decided or is no longer needed.
