@@ -162,7 +162,8 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
         input.node.link(self, in: &queue) { source, node, result, queue in
             unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
-                at: index, with: result, cancelled: source.isCancelledAttempt, in: &queue)
+                at: index, with: result, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
+                in: &queue)
         }
     }
 
@@ -177,7 +178,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         input.node.link(self, in: &queue) { source, node, result, queue in
             unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
                 at: index, with: result.map(box),
-                cancelled: source.isCancelledAttempt, in: &queue)
+                cancelled: AttemptNode<Input, Failure>.source(source).isCancelledFlag, in: &queue)
         }
     }
 }
@@ -227,7 +228,7 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     }
 
     /// Stores the value of the input at `index`; the last to arrive completes the join.
-    @usableFromInline
+    @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)
         if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
@@ -236,13 +237,13 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     }
 
     /// Succeeds with every input's value.
-    @usableFromInline
+    @inlinable
     internal func succeed(in queue: inout DrainQueue) {
         decide(.success(combine(slots.takeAll())), cancelled: false, in: &queue)
     }
 
     /// Takes a failure, or the result of a cancelled input, by what it passes on.
-    @usableFromInline
+    @inlinable
     internal func arrive(
         at index: Int, passing result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
     ) {

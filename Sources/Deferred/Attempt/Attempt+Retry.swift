@@ -144,7 +144,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     ) {
         let node = unsafeDowncast(node, to: RetryAttemptNode.self)
         let (passed, cancelled) = node.passedOn(
-            result, sourceCancelled: source.isCancelledAttempt)
+            result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
         guard !cancelled, case .failure(let error) = passed, let plan = node.plan, plan.shouldRetry(error) else {
             node.plan = nil
             node.decide(passed, cancelled: cancelled, in: &queue)

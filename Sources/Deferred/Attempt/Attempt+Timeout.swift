@@ -76,7 +76,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
     ) {
         let node = unsafeDowncast(node, to: DelayAttemptNode.self)
         let (passed, cancelled) = node.passedOn(
-            result, sourceCancelled: source.isCancelledAttempt)
+            result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
         guard !cancelled else {
             node.decide(passed, cancelled: true, in: &queue)
             return

@@ -213,11 +213,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isCancelled
     }
 
-    @usableFromInline
-    override internal final var isCancelledAttempt: Bool {
-        isCancelledFlag
-    }
-
     /// Whether this attempt has been decided, or is being decided.
     @inlinable
     internal final var isDecided: Bool {
@@ -382,5 +377,12 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) {
         add(.sourcedLink(node, step), in: &queue)
+    }
+
+    /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
+    /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
+    @inlinable
+    internal static func source(_ node: ChainNode) -> AttemptNode {
+        unsafeDowncast(node, to: AttemptNode.self)
     }
 }

@@ -18,24 +18,6 @@ internal class ChainNode: @unchecked Sendable {
     /// Called only on a node that nobody else references any more.
     @usableFromInline
     internal func detachDownstream(to nodes: inout ReleaseStack) {}
-
-    /// Runs the handlers that a fill of this node `taken` out of its state word; see
-    /// ``DrainQueue``.
-    ///
-    /// Only storages are filled, and they override this. A virtual call rather than a stored
-    /// function, so parking a storage needs no function value (nor, unoptimized, its type).
-    @usableFromInline
-    internal func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
-        preconditionFailure("only a storage has handlers to run")
-    }
-
-    /// Whether this node is an attempt that was cancelled: what a step reads from its source.
-    ///
-    /// Only attempt nodes can be cancelled, and they override this.
-    @usableFromInline
-    internal var isCancelledAttempt: Bool {
-        false
-    }
 }
 
 /// Nodes to release with a loop rather than recursion.

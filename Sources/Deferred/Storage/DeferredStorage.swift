@@ -189,7 +189,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// The inline handler runs first, then the overflow stack, oldest first. Each handler is
     /// released right after it runs.
     @inlinable
-    override internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
+    internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
         let value = self.value.unwrapped
         if taken.isFirstReady, let first = firstHandler.take() {
             first.run(with: value, from: self, in: &queue)
@@ -203,6 +203,12 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             bits = node.next
             node.handler.run(with: value, from: self, in: &queue)
         }
+    }
+
+    /// Runs the handlers of the parked storage `node`; see ``DrainQueue``.
+    @inlinable
+    internal static func runParked(_ node: ChainNode, _ taken: StorageState, _ queue: inout DrainQueue) {
+        unsafeDowncast(node, to: DeferredStorage.self).runHandlers(taken, in: &queue)
     }
 
     /// Waits for the fill that beat this caller to make its value visible.

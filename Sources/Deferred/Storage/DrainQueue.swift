@@ -36,7 +36,7 @@ internal struct DrainQueue {
     @inlinable
     internal mutating func runHandlers<Value, Slot>(of storage: DeferredStorage<Value, Slot>, taken: StorageState) {
         if isRunning {
-            park(ParkedHandlers(storage: storage, taken: taken))
+            park(ParkedHandlers(storage: storage, taken: taken, run: DeferredStorage<Value, Slot>.runParked))
         } else {
             isRunning = true
             storage.runHandlers(taken, in: &self)
@@ -74,7 +74,7 @@ internal struct DrainQueue {
             if behind?.isEmpty == false {
                 promoteBehind()
             }
-            entry.storage.runHandlers(entry.taken, in: &self)
+            entry.run(entry.storage, entry.taken, &self)
         }
         isRunning = false
     }
@@ -92,8 +92,8 @@ internal struct DrainQueue {
     }
 }
 
-/// A filled storage whose handlers wait in a ``DrainQueue``, with what its fill took out of
-/// its state word.
+/// A filled storage whose handlers wait in a ``DrainQueue``, with the function that runs them
+/// (specialized for the storage's value type where the caller is).
 @usableFromInline
 internal struct ParkedHandlers {
     @usableFromInline
@@ -102,9 +102,15 @@ internal struct ParkedHandlers {
     @usableFromInline
     internal let taken: StorageState
 
+    @usableFromInline
+    internal let run: (ChainNode, StorageState, inout DrainQueue) -> Void
+
     @inlinable
-    internal init(storage: ChainNode, taken: StorageState) {
+    internal init(
+        storage: ChainNode, taken: StorageState, run: @escaping (ChainNode, StorageState, inout DrainQueue) -> Void
+    ) {
         self.storage = storage
         self.taken = taken
+        self.run = run
     }
 }

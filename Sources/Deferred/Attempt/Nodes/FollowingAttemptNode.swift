@@ -33,7 +33,9 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
     ) {
         let node = unsafeDowncast(node, to: FollowingAttemptNode.self)
-        if source.isCancelledAttempt, node.decideCancelled(from: input, in: &queue) {
+        if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
+            node.decideCancelled(from: input, in: &queue)
+        {
             return
         } else if !Step.runs(for: input) {
             node.passOn(input, in: &queue)
@@ -61,7 +63,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     }
 
     /// Decides this attempt with what `input` passes on, without running the step.
-    @usableFromInline
+    @inlinable
     internal func passOn(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
         step = nil
         decide(Step.passedOn(input), cancelled: false, in: &queue)
@@ -134,7 +136,7 @@ extension AttemptNode {
         _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
     ) {
         unsafeDowncast(node, to: AttemptNode.self).decide(
-            passing: result, sourceCancelled: source.isCancelledAttempt, in: &queue)
+            passing: result, sourceCancelled: AttemptNode.source(source).isCancelledFlag, in: &queue)
     }
 
     /// Decides this attempt with what a source that finished with `result` passes on; see

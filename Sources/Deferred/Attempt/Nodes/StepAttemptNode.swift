@@ -39,7 +39,7 @@ where Step.Output == Step.Success {
         _ queue: inout DrainQueue
     ) {
         unsafeDowncast(node, to: StepAttemptNode.self).receive(
-            input, sourceCancelled: source.isCancelledAttempt,
+            input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
             in: &queue)
     }
 
@@ -76,7 +76,7 @@ where Step.Output == Step.Success {
     }
 
     /// Decides this attempt with what `input` passes on, without running the step.
-    @usableFromInline
+    @inlinable
     internal func passOn(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
         step = nil
         decide(Step.passedOn(input), cancelled: false, in: &queue)
