@@ -18,13 +18,9 @@ extension Attempt {
         upon executor: some Executor,
         substituting recovery: @escaping @Sendable (Failure) throws(Failure) -> Success
     ) -> Attempt<Success, Failure> {
-        typealias Node = StepAttemptNode<OnFailureStep<Success, Success, Failure>>
-        return attach(
-            Node(
-                on: self, executor: executor.runsInPlace ? nil : executor, step: OnFailureStep(recovery),
-                cancellation: node.cancellation),
-            Node.receive
-        )
+        derive(
+            OnFailureStep<Success, Success, Failure>.self, upon: executor, body: recovery,
+            cancellation: node.cancellation)
     }
 
     /// Returns an attempt that succeeds with this attempt's value, or continues with the attempt
@@ -48,7 +44,7 @@ extension Attempt {
     ) -> Attempt<Success, Failure> {
         typealias Node = FollowingAttemptNode<OnFailureStep<Success, Attempt<Success, Failure>, Failure>>
         return attach(
-            Node(on: self, executor: executor.runsInPlace ? nil : executor, step: OnFailureStep(start)),
+            Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
             Node.receive
         )
     }

@@ -23,13 +23,9 @@ extension Attempt {
         upon executor: some Executor,
         transform: @escaping @Sendable (Success) throws(Failure) -> NewSuccess
     ) -> Attempt<NewSuccess, Failure> {
-        typealias Node = StepAttemptNode<OnSuccessStep<Success, NewSuccess, NewSuccess, Failure>>
-        return attach(
-            Node(
-                on: self, executor: executor.runsInPlace ? nil : executor, step: OnSuccessStep(transform),
-                cancellation: node.cancellation),
-            Node.receive
-        )
+        derive(
+            OnSuccessStep<Success, NewSuccess, NewSuccess, Failure>.self, upon: executor, body: transform,
+            cancellation: node.cancellation)
     }
 
     /// Returns an attempt that fails with `transform` applied to this attempt's error, or
@@ -54,13 +50,13 @@ extension Attempt {
         upon executor: some Executor,
         transform: @escaping @Sendable (Failure) -> NewFailure
     ) -> Attempt<Success, NewFailure> {
-        typealias Node = StepAttemptNode<MapErrorStep<Success, Failure, NewFailure>>
-        return attach(
-            Node(
-                on: self, executor: executor.runsInPlace ? nil : executor, step: MapErrorStep(transform),
-                cancellation: .translating(node.cancellation, with: transform)),
-            Node.receive
-        )
+        typealias Step = MapErrorStep<Success, Failure, NewFailure>
+        // Converted here, where the types are concrete: generic inference in `derive` will not
+        // widen a non-throwing closure to `throws(NewFailure)`.
+        let body: Step.Body = transform
+        return derive(
+            Step.self, upon: executor, body: body,
+            cancellation: .translating(node.cancellation, with: transform))
     }
 
     /// Returns an attempt that continues with the attempt `start` makes from this attempt's
@@ -85,7 +81,7 @@ extension Attempt {
     ) -> Attempt<NewSuccess, Failure> {
         typealias Node = FollowingAttemptNode<OnSuccessStep<Success, NewSuccess, Attempt<NewSuccess, Failure>, Failure>>
         return attach(
-            Node(on: self, executor: executor.runsInPlace ? nil : executor, step: OnSuccessStep(start)),
+            Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
             Node.receive
         )
     }

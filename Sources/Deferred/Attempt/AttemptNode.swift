@@ -33,10 +33,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     internal let hubSlot: AtomicReference<AttemptHub>
 
-    /// Whether the hub in ``hubSlot`` is this attempt's own.
-    @usableFromInline
-    internal let ownsHub: Bool
-
     /// Where the cancellation error comes from, or `nil` for the failure type's own.
     @usableFromInline
     internal let cancellation: CancellationErrorSource<Failure>?
@@ -44,9 +40,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Creates a pending root, whose hub is made on first use.
     @inlinable
     internal init(cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(0)
+        flags = Atomic(AttemptFlags.ownsHub)
         hubSlot = AtomicReference()
-        ownsHub = true
         self.cancellation = cancellation
         super.init()
     }
@@ -54,9 +49,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Creates a pending owner with a hub of its own.
     @inlinable
     internal init(owningHubWith cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(0)
+        flags = Atomic(AttemptFlags.ownsHub)
         hubSlot = AtomicReference(AttemptHub(pinned: false))
-        ownsHub = true
         self.cancellation = cancellation
         super.init()
     }
@@ -67,7 +61,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(sharing hub: AttemptHub, holdsUnit: Bool, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(holdsUnit ? AttemptFlags.holdsUnit : 0)
         hubSlot = AtomicReference(hub)
-        ownsHub = false
         self.cancellation = cancellation
         super.init()
     }
@@ -75,9 +68,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Creates a root that has finished with `result`.
     @inlinable
     internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(0)
+        flags = Atomic(AttemptFlags.ownsHub)
         hubSlot = AtomicReference(nil, tagged: true)
-        ownsHub = true
         self.cancellation = cancellation
         super.init(filledWith: result)
     }
@@ -96,6 +88,13 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         if let hub = hubSlot.take() {
             nodes.push(hub)
         }
+    }
+
+    /// Whether the hub in ``hubSlot`` is this attempt's own: a flag rather than a field of its
+    /// own, which would make a `map` node too large for the allocator's fast bins.
+    @inlinable
+    internal final var ownsHub: Bool {
+        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).ownsHub
     }
 
     // MARK: Demand
@@ -322,12 +321,21 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// for lack of demand while it was pending.
     @inlinable
     internal final func settleIfAbandoned() {
-        guard !isDecided, let hub = hubSlot.load().object, hub.isCancelled else {
+        guard !isDecided, isHubCancelled else {
             return
         }
         var queue = DrainQueue()
         _ = decideCancelled(in: &queue)
         queue.drain()
+    }
+
+    /// Whether this attempt's hub was cancelled for lack of demand.
+    ///
+    /// Reads the hub without retaining it: a node takes its hub out of ``hubSlot`` only when it
+    /// is destroyed, and the caller is running one of its methods.
+    @inlinable
+    internal final var isHubCancelled: Bool {
+        hubSlot.withBorrowedObject { $0.isCancelled } ?? false
     }
 
     /// Whether a step of this attempt may start now: it is pending and still needed.
@@ -338,7 +346,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         guard !isDecided else {
             return false
         }
-        if let hub = hubSlot.load().object, hub.isCancelled, decideCancelled(in: &queue) {
+        if isHubCancelled, decideCancelled(in: &queue) {
             return false
         }
         return !isDecided

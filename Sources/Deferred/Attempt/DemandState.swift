@@ -121,6 +121,7 @@ internal struct DemandState: Equatable, Sendable {
 /// | 2   | *pinned early*: a handler pinned an attempt before it had a hub                    |
 /// | 3   | *keeps its unit*: a handler needs a derived attempt, which keeps its unit for good  |
 /// | 4   | *decided cancelled*: the attempt's result is a cancellation (a late `cancel()` sets only bit 0) |
+/// | 5   | *owns its hub*: set when the node is made and never changed (a root or an owner; a transparent node shares its source's hub) |
 @frozen
 @usableFromInline
 internal struct AttemptFlags: Equatable, Sendable {
@@ -137,6 +138,7 @@ internal struct AttemptFlags: Equatable, Sendable {
     @inlinable internal static var pinnedEarly: UInt8 { 4 }
     @inlinable internal static var keepsUnit: UInt8 { 8 }
     @inlinable internal static var decidedCancelled: UInt8 { 16 }
+    @inlinable internal static var ownsHub: UInt8 { 32 }
 
     /// Whether the attempt was cancelled.
     @inlinable
@@ -154,6 +156,10 @@ internal struct AttemptFlags: Equatable, Sendable {
     /// only withdrew the callbacks of.
     @inlinable
     internal var isDecidedCancelled: Bool { rawValue & Self.decidedCancelled != 0 }
+
+    /// Whether the hub in the node's slot is its own.
+    @inlinable
+    internal var ownsHub: Bool { rawValue & Self.ownsHub != 0 }
 
     /// Whether a handler pinned the attempt before it had a hub.
     @inlinable

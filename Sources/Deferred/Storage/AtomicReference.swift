@@ -37,6 +37,18 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (Self.borrow(current), current & Self.tagBit != 0)
     }
 
+    /// Calls `body` with the object, if any, without retaining it.
+    ///
+    /// Only for an owner that keeps the object here for as long as `body` runs: one that never
+    /// takes or exchanges it while in use.
+    @inlinable
+    internal func withBorrowedObject<Result>(_ body: (Object) -> Result) -> Result? {
+        guard let address = UnsafeRawPointer(bitPattern: bits.load(ordering: .acquiring) & ~Self.tagBit) else {
+            return nil
+        }
+        return Unmanaged<Object>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
+    }
+
     /// Stores `object` if the slot holds none, keeping the tag; returns whether it did, and whether
     /// the tag was set at that moment.
     ///

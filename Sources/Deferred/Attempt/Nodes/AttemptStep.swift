@@ -1,9 +1,10 @@
 /// What a derived attempt computes from its source's result, once: the step of a `map`,
 /// `mapError`, `recover`, `andThen` or `fallback`.
 ///
-/// A step is a value type that the node stores with its exact type, so the node's calls to it
-/// are direct and specialized where the combinator is, and a stage costs one allocation. The
-/// node decides whether the step runs; the step only says what it does with an input.
+/// A step is a caseless type naming what its node does: the node stores the user's closure
+/// (``Body``) and calls the step's static functions, which are direct and specialized where the
+/// combinator is, so a stage costs one allocation. The node decides whether the step runs; the
+/// step only says what it does with an input.
 ///
 /// The requirements ask separately whether the step runs and what passes on, so that a node's
 /// common path makes no `Result` or `Optional` of its own: unoptimized, a function looks up the
@@ -20,6 +21,12 @@ internal protocol AttemptStep: Sendable {
     associatedtype Failure: Error
     /// What the step makes: the value itself, or an attempt that will finish with it.
     associatedtype Output
+    /// What the user's closure takes: the source's value, or its error.
+    associatedtype Argument
+    /// What the user's closure returns.
+    associatedtype Made
+    /// What the user's closure throws: `Never` when it cannot throw.
+    associatedtype Thrown: Error
 
     /// Whether the step runs for `input`; otherwise ``passedOn(_:)`` is the result.
     static func runs(for input: Result<Input, InputFailure>) -> Bool
@@ -31,8 +38,17 @@ internal protocol AttemptStep: Sendable {
     /// cancellation error.
     static func cancellation(of input: Result<Input, InputFailure>, ownError: Failure?) -> Failure?
 
-    /// Runs the step on an input that ``passedOn(_:)`` did not pass on.
-    func run(_ input: Result<Input, InputFailure>) -> Result<Output, Failure>
+    /// Runs `body` on an input that ``passedOn(_:)`` did not pass on.
+    static func run(_ body: Body, on input: Result<Input, InputFailure>) -> Result<Output, Failure>
+}
+
+extension AttemptStep {
+    /// The user's closure, as a node stores it.
+    ///
+    /// A function type has the same layout whatever its parameters, so a node's unspecialized
+    /// deinit destroys a `Body?` without looking up any metadata (it would for a `Step?`).
+    @usableFromInline
+    internal typealias Body = @Sendable (Argument) throws(Thrown) -> Made
 }
 
 extension AttemptStep where InputFailure == Failure {
@@ -44,19 +60,20 @@ extension AttemptStep where InputFailure == Failure {
     }
 }
 
-/// A step that runs on a success and passes a failure on: `map` and `andThen`.
+/// The step of `map` and `andThen`: runs on a success and passes a failure on.
 @usableFromInline
-internal struct OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure: Error>: AttemptStep {
+internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure: Error>: AttemptStep {
     @usableFromInline
     internal typealias InputFailure = Failure
 
     @usableFromInline
-    internal let body: @Sendable (Input) throws(Failure) -> Output
+    internal typealias Argument = Input
 
-    @inlinable
-    internal init(_ body: @escaping @Sendable (Input) throws(Failure) -> Output) {
-        self.body = body
-    }
+    @usableFromInline
+    internal typealias Made = Output
+
+    @usableFromInline
+    internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Input, Failure>) -> Bool {
@@ -69,7 +86,7 @@ internal struct OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failur
     }
 
     @inlinable
-    internal func run(_ input: Result<Input, Failure>) -> Result<Output, Failure> {
+    internal static func run(_ body: Body, on input: Result<Input, Failure>) -> Result<Output, Failure> {
         do throws(Failure) {
             return .success(try body(input.successValueUnchecked))
         } catch {
@@ -78,9 +95,9 @@ internal struct OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failur
     }
 }
 
-/// A step that runs on a failure and passes a success on: `recover` and `fallback`.
+/// The step of `recover` and `fallback`: runs on a failure and passes a success on.
 @usableFromInline
-internal struct OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptStep {
+internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptStep {
     @usableFromInline
     internal typealias Input = Success
 
@@ -88,12 +105,13 @@ internal struct OnFailureStep<Success: Sendable, Output, Failure: Error>: Attemp
     internal typealias InputFailure = Failure
 
     @usableFromInline
-    internal let body: @Sendable (Failure) throws(Failure) -> Output
+    internal typealias Argument = Failure
 
-    @inlinable
-    internal init(_ body: @escaping @Sendable (Failure) throws(Failure) -> Output) {
-        self.body = body
-    }
+    @usableFromInline
+    internal typealias Made = Output
+
+    @usableFromInline
+    internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Success, Failure>) -> Bool {
@@ -106,7 +124,7 @@ internal struct OnFailureStep<Success: Sendable, Output, Failure: Error>: Attemp
     }
 
     @inlinable
-    internal func run(_ input: Result<Success, Failure>) -> Result<Output, Failure> {
+    internal static func run(_ body: Body, on input: Result<Success, Failure>) -> Result<Output, Failure> {
         do throws(Failure) {
             return .success(try body(input.failureUnchecked))
         } catch {
@@ -115,19 +133,25 @@ internal struct OnFailureStep<Success: Sendable, Output, Failure: Error>: Attemp
     }
 }
 
-/// The step of a `mapError`: makes a new error from a failure that is not a cancellation.
+/// The step of `mapError`: makes a new error from a failure that is not a cancellation.
 @usableFromInline
-internal struct MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
+internal enum MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
     @usableFromInline
     internal typealias Input = Success
 
     @usableFromInline
-    internal let transform: @Sendable (InputFailure) -> Failure
+    internal typealias Output = Success
 
-    @inlinable
-    internal init(_ transform: @escaping @Sendable (InputFailure) -> Failure) {
-        self.transform = transform
-    }
+    @usableFromInline
+    internal typealias Argument = InputFailure
+
+    @usableFromInline
+    internal typealias Made = Failure
+
+    /// Typed as throwing only to share ``AttemptStep/Body``'s shape (the transform never
+    /// throws): Swift 6.3 crashes emitting a `throws(Never)` witness for it.
+    @usableFromInline
+    internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Success, InputFailure>) -> Bool {
@@ -147,7 +171,11 @@ internal struct MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Er
     }
 
     @inlinable
-    internal func run(_ input: Result<Success, InputFailure>) -> Result<Success, Failure> {
-        .failure(transform(input.failureUnchecked))
+    internal static func run(_ body: Body, on input: Result<Success, InputFailure>) -> Result<Success, Failure> {
+        do throws(Failure) {
+            return .failure(try body(input.failureUnchecked))
+        } catch {
+            return .failure(error)
+        }
     }
 }

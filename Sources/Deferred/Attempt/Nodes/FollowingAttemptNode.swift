@@ -13,16 +13,16 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     @usableFromInline
     internal let executor: (any Executor)?
 
-    /// The step, until it runs or is dropped; taken by one owner at a time, as in
+    /// The user's closure, until it runs or is dropped; taken by one owner at a time, as in
     /// ``StepAttemptNode``.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var step: Step?
+    internal var body: Step.Body?
 
     @inlinable
-    internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, step: Step) {
+    internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, body: @escaping Step.Body) {
         self.executor = executor
-        self.step = step
+        self.body = body
         super.init(owningHubWith: source.node.cancellation)
         hold(source.node)
     }
@@ -57,7 +57,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         guard let error = Step.cancellation(of: input, ownError: cancellationError) else {
             return false
         }
-        step = nil
+        body = nil
         decide(.failure(error), cancelled: true, in: &queue)
         return true
     }
@@ -65,7 +65,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     /// Decides this attempt with what `input` passes on, without running the step.
     @inlinable
     internal func passOn(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        step = nil
+        body = nil
         decide(Step.passedOn(input), cancelled: false, in: &queue)
     }
 
@@ -73,11 +73,11 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     /// attempt it started.
     @inlinable
     internal func start(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let step = step.take() else {
-            step = nil
+        guard mayStartStep(in: &queue), let body = body.take() else {
+            body = nil
             return
         }
-        switch step.run(input) {
+        switch Step.run(body, on: input) {
         case .success(let attempt):
             follow(attempt.node, in: &queue)
         case .failure(let error):

@@ -7,27 +7,31 @@
 ///
 /// The step is taken by the single run of the source's handler, or by the one body that
 /// handler submits, so it has one owner at a time.
+///
+/// `Place` says where the step runs: ``InPlace`` stores nothing, so that a `map` on the
+/// immediate executor of a small value fits the allocator's fast bins (120 bytes).
 @usableFromInline
-internal final class StepAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>, @unchecked Sendable
+internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: AttemptNode<Step.Success, Step.Failure>,
+    @unchecked Sendable
 where Step.Output == Step.Success {
-    /// Where the step runs; `nil` stands for the immediate executor.
+    /// Where the step runs.
     @usableFromInline
-    internal let executor: (any Executor)?
+    internal let place: Place
 
-    /// The step, until it runs or is dropped.
+    /// The user's closure, until it runs or is dropped.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var step: Step?
+    internal var body: Step.Body?
 
     @inlinable
     internal init(
         on source: Attempt<Step.Input, Step.InputFailure>,
-        executor: (any Executor)?,
-        step: Step,
+        place: Place,
+        body: @escaping Step.Body,
         cancellation: CancellationErrorSource<Step.Failure>?
     ) {
-        self.executor = executor
-        self.step = step
+        self.place = place
+        self.body = body
         let (hub, holdsUnit) = source.shareDemand()
         super.init(sharing: hub, holdsUnit: holdsUnit, cancellation: cancellation)
     }
@@ -51,7 +55,7 @@ where Step.Output == Step.Success {
             receiveFromCancelledSource(input, in: &queue)
         } else if !Step.runs(for: input) {
             passOn(input, in: &queue)
-        } else if let executor {
+        } else if let executor = place.executor {
             executor.submit { [self] in
                 var queue = DrainQueue()
                 start(input, in: &queue)
@@ -68,7 +72,7 @@ where Step.Output == Step.Success {
     internal func receiveFromCancelledSource(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue)
     {
         if let failure = Step.cancellation(of: input, ownError: cancellationError) {
-            step = nil
+            body = nil
             decide(.failure(failure), cancelled: true, in: &queue)
         } else {
             receive(input, sourceCancelled: false, in: &queue)
@@ -78,22 +82,71 @@ where Step.Output == Step.Success {
     /// Decides this attempt with what `input` passes on, without running the step.
     @inlinable
     internal func passOn(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
-        step = nil
+        body = nil
         decide(Step.passedOn(input), cancelled: false, in: &queue)
     }
 
     /// Runs the step unless this attempt was decided or is no longer needed.
     @inlinable
     internal func start(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let step = step.take() else {
-            step = nil
+        guard mayStartStep(in: &queue), let body = body.take() else {
+            body = nil
             return
         }
-        decide(step.run(input), cancelled: false, in: &queue)
+        decide(Step.run(body, on: input), cancelled: false, in: &queue)
+    }
+}
+
+/// Where a ``StepAttemptNode`` runs its step.
+@usableFromInline
+internal protocol StepPlace: Sendable {
+    /// The executor to submit the step to, or `nil` to run it at once.
+    var executor: (any Executor)? { get }
+}
+
+/// Runs a step at once, where its source's result arrives; stores nothing.
+@frozen
+@usableFromInline
+internal struct InPlace: StepPlace {
+    @inlinable
+    internal init() {}
+
+    @inlinable
+    internal var executor: (any Executor)? { nil }
+}
+
+/// Submits a step to an executor.
+@frozen
+@usableFromInline
+internal struct OnExecutor: StepPlace {
+    @usableFromInline
+    internal let executor: (any Executor)?
+
+    @inlinable
+    internal init(_ executor: any Executor) {
+        self.executor = executor
     }
 }
 
 extension Attempt {
+    /// Derives an attempt whose `Step` runs `body` on `executor`.
+    @inlinable
+    internal func derive<Step: AttemptStep>(
+        _: Step.Type,
+        upon executor: some Executor,
+        body: @escaping Step.Body,
+        cancellation: CancellationErrorSource<Step.Failure>?
+    ) -> Attempt<Step.Success, Step.Failure>
+    where Step.Input == Success, Step.InputFailure == Failure, Step.Output == Step.Success {
+        guard executor.runsInPlace else {
+            typealias Node = StepAttemptNode<Step, OnExecutor>
+            return attach(
+                Node(on: self, place: OnExecutor(executor), body: body, cancellation: cancellation), Node.receive)
+        }
+        typealias Node = StepAttemptNode<Step, InPlace>
+        return attach(Node(on: self, place: InPlace(), body: body, cancellation: cancellation), Node.receive)
+    }
+
     /// The hub and unit of demand for a transparent attempt derived from this one: this
     /// attempt's hub, with the unit this attempt hands over or a new one; or, if nobody needed
     /// this attempt any more, no unit, after deciding it as cancelled.
