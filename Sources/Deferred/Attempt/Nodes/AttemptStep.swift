@@ -25,7 +25,7 @@ internal protocol AttemptStep: Sendable {
     associatedtype Argument
     /// What the user's closure returns.
     associatedtype Made
-    /// What the user's closure throws: `Never` when it cannot throw.
+    /// What the user's closure throws.
     associatedtype Thrown: Error
 
     /// Whether the step runs for `input`; otherwise ``passedOn(_:)`` is the result.

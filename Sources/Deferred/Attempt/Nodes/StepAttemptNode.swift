@@ -120,12 +120,15 @@ internal struct InPlace: StepPlace {
 @usableFromInline
 internal struct OnExecutor: StepPlace {
     @usableFromInline
-    internal let executor: (any Executor)?
+    internal let target: any Executor
 
     @inlinable
-    internal init(_ executor: any Executor) {
-        self.executor = executor
+    internal init(_ target: any Executor) {
+        self.target = target
     }
+
+    @inlinable
+    internal var executor: (any Executor)? { target }
 }
 
 extension Attempt {
