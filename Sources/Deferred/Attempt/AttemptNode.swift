@@ -30,6 +30,10 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// use) or its source's.
     ///
     /// The tag marks an owner that has finished.
+    ///
+    /// The node needs no `deinit` of its own: the slot's releases the hub, whose own `deinit`
+    /// releases what it holds upstream through a ``ReleaseStack``, so dropping a node goes a
+    /// level or two deep whatever the chain above it.
     @usableFromInline
     internal let hubSlot: AtomicReference<AttemptHub>
 
@@ -72,14 +76,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         hubSlot = AtomicReference(nil, tagged: true)
         self.cancellation = cancellation
         super.init(filledWith: result)
-    }
-
-    deinit {
-        var nodes = ReleaseStack()
-        if let hub = hubSlot.take() {
-            nodes.push(hub)
-        }
-        nodes.releaseAll()
     }
 
     @usableFromInline
