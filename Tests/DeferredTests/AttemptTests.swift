@@ -362,6 +362,26 @@ import Testing
         }
         #expect(live.value == 0, "no cycle keeps an unfinished chain alive")
     }
+
+    /// A pending attempt that is dropped unfilled releases its success and failure callbacks
+    /// and what they capture, on every executor kind, derived or not (guarantee 5).
+    @Test(arguments: [false, true], [false, true])
+    func anAbandonedAttemptReleasesItsCallbacks(onQueue: Bool, derived: Bool) {
+        let live = LiveCount()
+        let queue = DispatchQueue(label: "callbacks")
+        do {
+            let writer = DeferredAttempt<Int, TestError>()
+            let attempt = derived ? writer.attempt.map(upon: .immediate) { $0 } : writer.attempt
+            let success = LifetimeTracked(live)
+            let failure = LifetimeTracked(live)
+            if onQueue {
+                attempt.uponSuccess(queue) { _ in _ = success }.uponFailure(queue) { _ in _ = failure }
+            } else {
+                attempt.uponSuccess(.immediate) { _ in _ = success }.uponFailure(.immediate) { _ in _ = failure }
+            }
+        }
+        #expect(live.value == 0, "a callback must not keep its own attempt alive")
+    }
 }
 
 /// The typed error a task failed with, if it failed.

@@ -30,11 +30,14 @@ extension Attempt {
                 body(value)
             }
         } else {
-            node.upon(executor) { [node] result in
-                if case .success(let value) = result, !node.isCancelledFlag {
-                    body(value)
-                }
-            }
+            node.add(
+                .sourcedCallback(executor) { source, result in
+                    if case .success(let value) = result,
+                        !AttemptNode<Success, Failure>.source(source).isCancelledFlag
+                    {
+                        body(value)
+                    }
+                })
         }
         return self
     }
@@ -62,11 +65,14 @@ extension Attempt {
                 body(error)
             }
         } else {
-            node.upon(executor) { [node] result in
-                if case .failure(let error) = result, !node.isCancelledFlag {
-                    body(error)
-                }
-            }
+            node.add(
+                .sourcedCallback(executor) { source, result in
+                    if case .failure(let error) = result,
+                        !AttemptNode<Success, Failure>.source(source).isCancelledFlag
+                    {
+                        body(error)
+                    }
+                })
         }
         return self
     }

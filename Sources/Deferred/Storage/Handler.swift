@@ -19,6 +19,12 @@ internal enum Handler<Value: Sendable> {
     /// that runs it (the source attempt), to read how that attempt finished.
     case sourcedLink(ChainNode, @Sendable (_ source: ChainNode, _ node: ChainNode, Value, inout DrainQueue) -> Void)
 
+    /// A callback of an attempt (`uponSuccess`, `uponFailure`): like ``callback``, and `body`
+    /// also receives the storage that runs it, to read whether the attempt was cancelled when
+    /// the body starts. Receiving it rather than capturing it keeps a pending attempt from
+    /// holding itself through its own handler.
+    case sourcedCallback(any Executor, @Sendable (_ source: ChainNode, Value) -> Void)
+
     /// A callback that runs `body` on `executor`.
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
@@ -41,6 +47,12 @@ internal enum Handler<Value: Sendable> {
             step(node, value, &queue)
         case .sourcedLink(let node, let step):
             step(source, node, value, &queue)
+        case .sourcedCallback(let executor, let body):
+            if executor.runsInPlace {
+                body(source, value)
+            } else {
+                executor.submit { body(source, value) }
+            }
         }
     }
 
@@ -49,7 +61,7 @@ internal enum Handler<Value: Sendable> {
     internal var linkedNode: ChainNode? {
         switch self {
         case .link(let node, _), .sourcedLink(let node, _): node
-        case .immediate, .callback: nil
+        case .immediate, .callback, .sourcedCallback: nil
         }
     }
 }
