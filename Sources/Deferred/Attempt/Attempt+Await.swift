@@ -26,7 +26,7 @@ extension Attempt {
         if let result = node.settledPeek() {
             return try result.get()
         }
-        guard let unit = node.takeDemand(handOver: false) else {
+        guard let unit = node.takeUnit(forOwner: false) else {
             node.settleIfAbandoned()
             return try await Future(storage: node).value.get()
         }
@@ -35,13 +35,13 @@ extension Attempt {
             result = try await Future(storage: node).get()
         } catch {
             // The awaiting task was cancelled: stop needing the attempt, then report it.
-            AttemptHub.releaseUnit(on: unit)
+            unit.release()
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }
             throw cancellation
         }
-        AttemptHub.releaseUnit(on: unit)
+        unit.release()
         return try result.get()
     }
 }

@@ -124,19 +124,17 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     /// are linked, so that a join that fails at once still releases them.
     @usableFromInline
     internal final func holdDemand(of inputs: [any DemandSource]) {
-        var units: [AttemptHub] = []
+        var units: [DemandUnit] = []
         for input in inputs {
-            if let unit = input.takeDemand(handOver: true) {
+            if let unit = input.takeUnit(forOwner: true) {
                 units.append(unit)
             } else {
                 input.settleIfAbandoned()
             }
         }
-        // One unit is held as it is, like an owner's single source; more go in a list.
-        let held: ChainNode? = units.count == 1 ? units[0] : units.isEmpty ? nil : AttemptHubList(units)
-        if !consumerHub().upstream.exchangeUnlessTagged(held).exchanged {
-            for hub in units {
-                AttemptHub.releaseUnit(on: hub)
+        if !consumerHub().holdUpstream(units).held {
+            for unit in units {
+                unit.release()
             }
         }
     }
@@ -289,8 +287,8 @@ extension JoinAttemptNode {
 /// different types.
 @usableFromInline
 internal protocol DemandSource: AnyObject {
-    /// See ``AttemptNode/takeDemand(handOver:)``.
-    func takeDemand(handOver: Bool) -> AttemptHub?
+    /// See ``AttemptNode/takeUnit(forOwner:)``.
+    func takeUnit(forOwner: Bool) -> DemandUnit?
     /// See ``AttemptNode/settleIfAbandoned()``.
     func settleIfAbandoned()
 }

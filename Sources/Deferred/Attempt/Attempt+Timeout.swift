@@ -20,8 +20,7 @@ extension Attempt {
         on executor: some SchedulingExecutor,
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
-        let (hub, holdsUnit) = shareDemand()
-        let limited = AttemptNode<Success, Failure>(sharing: hub, holdsUnit: holdsUnit, cancellation: node.cancellation)
+        let limited = AttemptNode<Success, Failure>(derived: shareDemand(), cancellation: node.cancellation)
         let attempt = attach(limited, AttemptNode.forward)
         if !limited.isDecided {
             executor.submit(after: limit) { [weak limited] in
@@ -65,8 +64,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
     internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
         self.delay = delay
         self.executor = executor
-        let (hub, holdsUnit) = source.shareDemand()
-        super.init(sharing: hub, holdsUnit: holdsUnit, cancellation: source.node.cancellation)
+        super.init(derived: source.shareDemand(), cancellation: source.node.cancellation)
     }
 
     /// The link step that the source's handler runs.

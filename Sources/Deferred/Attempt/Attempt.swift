@@ -105,12 +105,12 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
         if let result = node.settledPeek() {
             return result
         }
-        guard let hub = node.takeDemand(handOver: false) else {
+        guard let unit = node.takeUnit(forOwner: false) else {
             node.settleIfAbandoned()
             return node.wait(until: time)
         }
         // A wait that ends, by a result or a timeout, gives its unit back as a reader.
-        defer { AttemptHub.releaseUnit(on: hub, returning: true) }
+        defer { unit.release(returning: true) }
         return node.wait(until: time)
     }
 

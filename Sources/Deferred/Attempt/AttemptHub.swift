@@ -23,11 +23,15 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     internal let demand = Atomic<Int>(DemandState.initial.rawValue)
 
     /// The units this hub's attempt holds on the hubs of the attempts it waits for: one
-    /// ``AttemptHub``, or an ``AttemptHubList``.
+    /// ``AttemptHub`` (marked if the unit is a path unit), or ``DemandUnits``.
     ///
     /// Tagged once the attempt no longer waits.
     @usableFromInline
     internal let upstream = AtomicReference<ChainNode>()
+
+    /// The side units held on this hub; see ``SideDemand``.
+    @usableFromInline
+    internal let sides = AtomicReference<SideDemand>()
 
     @inlinable
     internal init(pinned: Bool) {
@@ -43,12 +47,24 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         DemandState(rawValue: demand.load(ordering: .acquiring)).isCancelled
     }
 
-    /// Takes a unit of demand; returns `false` if the attempt was cancelled already.
+    /// Takes a unit of demand at `depth` (see ``DemandUnit``); returns `false` if the attempt was
+    /// cancelled already.
+    ///
+    /// A side unit is counted in ``sides`` first, and the demand moves with release ordering,
+    /// so that a stage that sees the path unit released also sees the side units taken before.
     @inlinable
-    internal func addUnit() -> Bool {
-        updateDemand(synchronizing: false) { state in
-            if let next = state.adding() { (next, true) } else { (state, false) }
+    internal func addUnit(depth: Int = 0) -> Bool {
+        let side = DemandUnit(self, depth: depth).isSide
+        if side {
+            adjustSide(depth, by: 1)
         }
+        let added = updateDemand(synchronizing: side) { state in
+            if let next = state.adding(path: depth == DemandUnit.path) { (next, true) } else { (state, false) }
+        }
+        if side && !added {
+            adjustSide(depth, by: -1)
+        }
+        return added
     }
 
     /// Records a handler that needs the attempt for good.
@@ -88,44 +104,41 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         }
     }
 
-    /// Releases a unit held on `hub`, cancelling every attempt that this leaves without demand,
-    /// up the graph, with a loop rather than recursion.
+    /// Releases `unit`, cancelling every attempt that this leaves without demand, up the graph,
+    /// with a loop rather than recursion.
     ///
     /// A reader that waited gives its unit back (`returning`), which cancels only if a dependent
     /// gave up meanwhile; see ``DemandState/returning()``.
     @usableFromInline
-    internal static func releaseUnit(on hub: AttemptHub, returning: Bool = false) {
-        var next: AttemptHub? = hub
-        var more: [AttemptHub] = []
+    internal static func releaseUnit(_ unit: DemandUnit, returning: Bool = false) {
+        var next: DemandUnit? = unit
+        var more: [DemandUnit] = []
         var returning = returning
-        while let current = next ?? (more.isEmpty ? nil : more.removeLast()) {
+        while let current = next ?? more.popLast() {
             next = nil
-            let cancels = returning ? current.giveBack() : current.release()
+            let cancels = current.hub.release(current.depth, returning: returning)
             returning = false
             guard cancels else {
                 continue
             }
-            _ = current.fill(true)
-            current.takeUpstream(into: &next, &more)
+            _ = current.hub.fill(true)
+            current.hub.takeUpstream(into: &next, &more)
         }
     }
 
-    /// Gives back a reader's unit; returns whether that cancelled the attempt.
-    @inlinable
-    internal func giveBack() -> Bool {
-        updateDemand(synchronizing: true) { state in
-            let (next, cancels) = state.returning()
+    /// Releases one unit at `depth` (given back by a reader if `returning`); returns whether
+    /// that cancelled the attempt.
+    @usableFromInline
+    internal func release(_ depth: Int, returning: Bool) -> Bool {
+        let path = depth == DemandUnit.path
+        let cancels = updateDemand(synchronizing: true) { state in
+            let (next, cancels) = returning ? state.returning() : state.releasing(path: path)
             return (next, next != state && cancels)
         }
-    }
-
-    /// Releases one unit; returns whether that cancelled the attempt.
-    @inlinable
-    internal func release() -> Bool {
-        updateDemand(synchronizing: true) { state in
-            let (next, cancels) = state.releasing()
-            return (next, next != state && cancels)
+        if DemandUnit(self, depth: depth).isSide {
+            adjustSide(depth, by: -1)
         }
+        return cancels
     }
 
     /// Marks the attempt finished, cancelled or not, unless it was already; runs or drops the
@@ -140,7 +153,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Marks the attempt finished, not cancelled, before its result is published; returns `false`
     /// if it was cancelled (or finished) already.
     ///
-    /// From here on, releasing units changes nothing; ``finishSettled()`` completes the finish once
+    /// From here on, releasing units no longer cancels it; ``finishSettled()`` completes the finish once
     /// the result is out.
     @usableFromInline
     internal func settle() -> Bool {
@@ -166,32 +179,54 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// that moved the attempt to its final state.
     private func completeFinish(cancelled: Bool) {
         _ = fill(cancelled)
-        var one: AttemptHub?
-        var more: [AttemptHub] = []
-        takeUpstream(into: &one, &more)
-        if let one {
-            Self.releaseUnit(on: one)
-        }
-        for hub in more {
-            Self.releaseUnit(on: hub)
+        let (held, marked) = upstream.takeAndTag()
+        HeldUnits(held, marked: marked).release()
+    }
+
+    /// Takes the units held upstream: a single unit goes to `one` if it is empty, the others to
+    /// `more`.
+    private func takeUpstream(into one: inout DemandUnit?, _ more: inout [DemandUnit]) {
+        let (held, marked) = upstream.takeAndTag()
+        switch HeldUnits(held, marked: marked) {
+        case .one(let unit) where one == nil:
+            one = unit
+        case .one(let unit):
+            more.append(unit)
+        case .many(let list):
+            more.append(contentsOf: list.units)
+        case .none:
+            break
         }
     }
 
-    /// Takes the units held upstream: a single hub goes to `one` if it is empty, the others to
-    /// `more`.
-    private func takeUpstream(into one: inout AttemptHub?, _ more: inout [AttemptHub]) {
-        switch upstream.takeAndTag() {
-        case let hub as AttemptHub:
-            if one == nil {
-                one = hub
-            } else {
-                more.append(hub)
-            }
-        case let list as AttemptHubList:
-            more.append(contentsOf: list.hubs)
-        default:
-            break
+    /// Makes this hub's attempt hold `units` upstream in place of what it held, unless it
+    /// finished; returns whether it did and the units it held before.
+    @usableFromInline
+    internal func holdUpstream(_ units: [DemandUnit]) -> (held: Bool, previous: HeldUnits) {
+        if units.count == 1 {
+            return holdUpstream(units[0])
         }
+        return exchangeUpstream(units.isEmpty ? nil : DemandUnits(units), marked: false)
+    }
+
+    /// Makes this hub's attempt hold `unit` (or nothing) upstream in place of what it held,
+    /// unless it finished; returns whether it did and the units it held before.
+    ///
+    /// A plain or path unit is held as its hub, marked for the path; a side unit in a list.
+    @usableFromInline
+    internal func holdUpstream(_ unit: DemandUnit?) -> (held: Bool, previous: HeldUnits) {
+        guard let unit else {
+            return exchangeUpstream(nil, marked: false)
+        }
+        if unit.isSide {
+            return exchangeUpstream(DemandUnits([unit]), marked: false)
+        }
+        return exchangeUpstream(unit.hub, marked: unit.depth == DemandUnit.path)
+    }
+
+    private func exchangeUpstream(_ held: ChainNode?, marked: Bool) -> (held: Bool, previous: HeldUnits) {
+        let (exchanged, previous, previousMarked) = upstream.exchangeUnlessTagged(held, marked: marked)
+        return (exchanged, HeldUnits(previous, marked: previousMarked))
     }
 
     /// Runs `handler` once if the attempt is cancelled, at once if it was; drops it if the
@@ -219,37 +254,5 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         if let held = upstream.take() {
             nodes.push(held)
         }
-    }
-}
-
-/// The hubs of several attempts that one attempt waits for at once (a join), each holding one
-/// unit of its demand.
-///
-/// `@unchecked Sendable` is sound because `hubs` is set in `init` and changed only by
-/// ``detachDownstream(to:)``, which runs only when nothing else references the list.
-@usableFromInline
-internal final class AttemptHubList: ChainNode, @unchecked Sendable {
-    /// The hubs.
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var hubs: [AttemptHub]
-
-    @usableFromInline
-    internal init(_ hubs: [AttemptHub]) {
-        self.hubs = hubs
-    }
-
-    deinit {
-        var nodes = ReleaseStack()
-        detachDownstream(to: &nodes)
-        nodes.releaseAll()
-    }
-
-    @usableFromInline
-    override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        for hub in hubs {
-            nodes.push(hub)
-        }
-        hubs = []
     }
 }

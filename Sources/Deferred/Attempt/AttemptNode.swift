@@ -13,8 +13,10 @@ public import Synchronization
 /// - A *root* (`DeferredAttempt`, `Attempt.async` and the like) owns a hub, made on first use,
 ///   where its dependents hold demand and its producer's cancel handlers wait.
 /// - A *transparent* node (`map`, `mapError`, `recover`, `timeout`, `delay`) shares its source's
-///   hub: it lives and dies with its source, holding one unit of demand there that it hands to
-///   its first dependent.
+///   hub, a level deeper on its path (see ``DemandState``): it lives and dies with its source,
+///   holding the path unit there until a dependent continues the path. A second transparent
+///   node derived from the same attempt starts a hub of its own instead, holding a unit on its
+///   source's hub as an owner does.
 /// - An *owner* (`andThen`, `fallback`, `retry`, the joins) owns a hub whose units upstream are
 ///   the attempts it waits for; it switches them as it moves on.
 ///
@@ -24,7 +26,7 @@ public import Synchronization
 internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Success, Failure>>, @unchecked Sendable {
     /// See ``AttemptFlags``.
     @usableFromInline
-    internal let flags: Atomic<UInt8>
+    internal let flags: Atomic<UInt>
 
     /// The hub where dependents of this attempt hold demand: its own (a root's is made on first
     /// use) or its source's.
@@ -59,12 +61,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         super.init()
     }
 
-    /// Creates a pending transparent node on `hub`, holding a unit of demand there if
-    /// `holdsUnit`.
+    /// Creates a pending transparent node with the demand its source gave it.
     @inlinable
-    internal init(sharing hub: AttemptHub, holdsUnit: Bool, cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(holdsUnit ? AttemptFlags.holdsUnit : 0)
-        hubSlot = AtomicReference(hub)
+    internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(demand.flags)
+        hubSlot = AtomicReference(demand.hub)
         self.cancellation = cancellation
         super.init()
     }
@@ -91,113 +92,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @inlinable
     internal final var ownsHub: Bool {
         AttemptFlags(rawValue: flags.load(ordering: .relaxed)).ownsHub
-    }
-
-    // MARK: Demand
-
-    /// The hub where dependents hold demand on this attempt, made now for a root without one.
-    @inlinable
-    internal final func consumerHub() -> AttemptHub {
-        if let hub = hubSlot.load().object {
-            return hub
-        }
-        return makeHub()
-    }
-
-    @usableFromInline
-    internal final func makeHub() -> AttemptHub {
-        let made = AttemptHub(pinned: false)
-        let (stored, finished) = hubSlot.storeIfEmpty(made)
-        guard stored else {
-            return hubSlot.load().object.unsafelyUnwrapped
-        }
-        // A handler may have pinned this attempt while the hub did not exist.
-        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).isPinnedEarly {
-            made.pin()
-        }
-        if finished {
-            // A cancel() after the attempt finished withdraws callbacks; it does not make the
-            // result a cancellation, so the producer's cancel handlers must not run.
-            made.finish(
-                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isDecidedCancelled)
-        }
-        return made
-    }
-
-    /// Gives a dependent a unit of demand on this attempt and returns the hub it is on, or
-    /// `nil` if this attempt was cancelled for lack of demand.
-    ///
-    /// A transparent node hands the unit it holds to the first attempt derived from it
-    /// (`handOver`), so a chain of transforms holds one unit, at its end. A reader that waits
-    /// for a while (`get()`, `wait`) takes a unit of its own.
-    @inlinable
-    internal final func takeDemand(handOver: Bool) -> AttemptHub? {
-        let hub = consumerHub()
-        if handOver && !ownsHub && handOverUnit() {
-            return hub
-        }
-        return hub.addUnit() ? hub : nil
-    }
-
-    /// Gives up the unit a transparent node holds, for a dependent to hold instead; returns
-    /// `false` if it holds none, or keeps its own for its handlers.
-    @inlinable
-    internal final func handOverUnit() -> Bool {
-        var observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
-        while observed.holdsUnit && !observed.keepsUnit {
-            let (exchanged, original) = flags.compareExchange(
-                expected: observed.rawValue,
-                desired: observed.rawValue & ~AttemptFlags.holdsUnit,
-                ordering: .relaxed
-            )
-            if exchanged {
-                return true
-            }
-            observed = AttemptFlags(rawValue: original)
-        }
-        return false
-    }
-
-    /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
-    /// source, stops it.
-    ///
-    /// An attempt with a hub of its own pins the hub. A transparent node shares its source's
-    /// hub, which the handler must not pin (cancelling this attempt must still stop the
-    /// source), so it keeps a unit of its own there instead, released when it is decided.
-    @inlinable
-    internal final func pin() {
-        guard ownsHub else {
-            let before = AttemptFlags(
-                rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
-            if !before.keepsUnit && !before.holdsUnit, let hub = hubSlot.load().object, hub.addUnit() {
-                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
-                if isDecided {
-                    // Decided meanwhile, and possibly released already: release this unit too.
-                    releaseDemand(cancelled: false)
-                }
-            }
-            return
-        }
-        if let hub = hubSlot.load().object {
-            hub.pin()
-            return
-        }
-        flags.bitwiseOr(AttemptFlags.pinnedEarly, ordering: .sequentiallyConsistent)
-        if let hub = hubSlot.load().object {
-            hub.pin()
-        }
-    }
-
-    /// Releases the demand this attempt holds upstream, cancelling what nobody needs any more.
-    @usableFromInline
-    internal final func releaseDemand(cancelled: Bool) {
-        if ownsHub {
-            hubSlot.setTag().object?.finish(cancelled: cancelled)
-        } else if AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
-            .holdsUnit, let hub = hubSlot.load().object
-        {
-            AttemptHub.releaseUnit(on: hub)
-        }
     }
 
     // MARK: Deciding
@@ -314,10 +208,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     }
 
     /// Decides this attempt as cancelled if nobody needs it any more: its hub was cancelled
-    /// for lack of demand while it was pending.
+    /// for lack of demand while it was pending, or, for a stage on a path, nothing holds a unit
+    /// that needs it.
     @inlinable
     internal final func settleIfAbandoned() {
-        guard !isDecided, isHubCancelled else {
+        guard !isDecided, isUnneeded else {
             return
         }
         var queue = DrainQueue()
@@ -325,13 +220,17 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         queue.drain()
     }
 
-    /// Whether this attempt's hub was cancelled for lack of demand.
+    /// Whether nobody needs this attempt any more: its own hub was cancelled for lack of
+    /// demand, or, for a stage on its source's path, ``AttemptHub/needs(depth:)`` says so.
     ///
     /// Reads the hub without retaining it: a node takes its hub out of ``hubSlot`` only when it
     /// is destroyed, and the caller is running one of its methods.
     @inlinable
-    internal final var isHubCancelled: Bool {
-        hubSlot.withBorrowedObject { $0.isCancelled } ?? false
+    internal final var isUnneeded: Bool {
+        let observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
+        return hubSlot.withBorrowedObject { hub in
+            observed.ownsHub ? hub.isCancelled : !hub.needs(depth: observed.depth)
+        } ?? false
     }
 
     /// Whether a step of this attempt may start now: it is pending and still needed.
@@ -342,7 +241,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         guard !isDecided else {
             return false
         }
-        if isHubCancelled, decideCancelled(in: &queue) {
+        if isUnneeded, decideCancelled(in: &queue) {
             return false
         }
         return !isDecided

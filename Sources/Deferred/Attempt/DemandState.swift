@@ -4,15 +4,26 @@
 /// task awaiting `get()`, a blocking `wait` — holds one *unit* of demand while it needs it. A
 /// handler added with `upon`, `uponSuccess` or `uponFailure` never gives up, so it *pins* the
 /// attempt instead. When the last unit is released and nothing pinned the attempt, it is
-/// cancelled: work that nobody needs any more stops. Once the attempt has finished, demand no
-/// longer matters. A reader that waited and gives its unit back does not say the work is
-/// unwanted: it cancels only if a dependent gave up on the attempt while the reader held it.
+/// cancelled: work that nobody needs any more stops. A reader that waited and gives its unit
+/// back does not say the work is unwanted: it cancels only if a dependent gave up on the attempt
+/// while the reader held it.
 ///
-/// | raw value                 | meaning                                            |
-/// |---------------------------|----------------------------------------------------|
-/// | `count << 2 \| given up << 1 \| pinned` | running: `count` units held, pinned or not; *given up* once a dependent released its unit |
-/// | ``cancelled``             | cancelled for lack of demand, or by `cancel()`     |
-/// | ``settled``               | finished: demand no longer matters                 |
+/// The transparent stages derived from the attempt (`map`, `recover`, `delay`…) share its hub
+/// and form one *path* below it, each a level deeper than its source; a second stage derived
+/// from the same attempt starts a hub of its own. One unit, the *path unit*, is held by the end
+/// of the path and needs every stage on it; the others need the attempt itself or, for *side
+/// units* (see ``SideDemand``), the stages down to a given depth. Units keep being counted once
+/// the attempt has *settled* (finished otherwise than by a cancellation), because stages still
+/// waiting to run need to know whether anyone wants them.
+///
+/// | bits   | meaning                                                                 |
+/// |--------|-------------------------------------------------------------------------|
+/// | 0      | *pinned*: a handler needs the attempt for good                          |
+/// | 1      | *given up*: a dependent released its unit                               |
+/// | 2      | *path held*: the path unit is among the units                           |
+/// | 3      | *settled*: the attempt finished; demand no longer cancels it             |
+/// | 4…     | the number of units held                                                |
+/// | ``cancelled`` | the attempt was cancelled, for lack of demand or by `cancel()`; absorbing |
 ///
 /// This type only computes; ``AttemptHub`` performs the atomic operations.
 @frozen
@@ -27,6 +38,12 @@ internal struct DemandState: Equatable, Sendable {
         self.rawValue = rawValue
     }
 
+    @inlinable internal static var pinnedBit: Int { 1 }
+    @inlinable internal static var givenUpBit: Int { 2 }
+    @inlinable internal static var pathBit: Int { 4 }
+    @inlinable internal static var settledBit: Int { 8 }
+    @inlinable internal static var unit: Int { 16 }
+
     /// Nothing holds or pins the attempt yet.
     @inlinable
     internal static var initial: DemandState { DemandState(rawValue: 0) }
@@ -35,60 +52,61 @@ internal struct DemandState: Equatable, Sendable {
     @inlinable
     internal static var cancelled: DemandState { DemandState(rawValue: .min) }
 
-    /// The attempt finished otherwise; demand no longer matters.
+    /// Whether the attempt finished or was cancelled, so that demand no longer cancels it.
     @inlinable
-    internal static var settled: DemandState { DemandState(rawValue: .min + 1) }
-
-    /// Whether the attempt finished or was cancelled, so that demand no longer matters.
-    @inlinable
-    internal var isFinal: Bool { rawValue < 0 }
+    internal var isFinal: Bool { isCancelled || rawValue & Self.settledBit != 0 }
 
     /// Whether the attempt was cancelled.
     @inlinable
     internal var isCancelled: Bool { self == .cancelled }
 
-    /// How many units are held while the attempt runs.
+    /// How many units are held.
     @inlinable
-    internal var units: Int { isFinal ? 0 : rawValue >> 2 }
+    internal var units: Int { isCancelled ? 0 : rawValue >> 4 }
 
     /// Whether a handler that never gives up needs the attempt.
     @inlinable
-    internal var isPinned: Bool { !isFinal && rawValue & 1 != 0 }
+    internal var isPinned: Bool { !isFinal && rawValue & Self.pinnedBit != 0 }
 
-    /// The state after a dependent takes a unit, or `nil` if the attempt was cancelled, in which
-    /// case the dependent gets the cancellation instead.
-    ///
-    /// After the attempt settled, taking a unit changes nothing.
+    /// Whether the path unit is held: every stage on the path is needed.
     @inlinable
-    internal func adding() -> DemandState? {
+    internal var isPathHeld: Bool { !isCancelled && rawValue & Self.pathBit != 0 }
+
+    /// The state after a dependent takes a unit (the path unit if `path`), or `nil` if the
+    /// attempt was cancelled, in which case the dependent gets the cancellation instead.
+    @inlinable
+    internal func adding(path: Bool = false) -> DemandState? {
         if isCancelled { return nil }
-        if isFinal { return self }
-        return DemandState(rawValue: rawValue + 4)
+        return DemandState(rawValue: (rawValue + Self.unit) | (path ? Self.pathBit : 0))
     }
 
-    /// The state after a dependent releases its unit, and whether that release cancels the
-    /// attempt: it was the last unit, and nothing pinned the attempt.
+    /// The state after a dependent releases its unit (the path unit if `path`), and whether
+    /// that release cancels the attempt: it was the last unit, nothing pinned the attempt, and
+    /// it has not settled.
     @inlinable
-    internal func releasing() -> (state: DemandState, cancels: Bool) {
-        guard !isFinal else {
+    internal func releasing(path: Bool = false) -> (state: DemandState, cancels: Bool) {
+        guard !isCancelled else {
             return (self, false)
         }
-        let released = DemandState(rawValue: (rawValue - 4) | 2)
+        let released = DemandState(rawValue: (rawValue - Self.unit) & (path ? ~Self.pathBit : ~0))
+        guard !isFinal else {
+            return (released, false)
+        }
         if released.units == 0 && !released.isPinned {
             return (.cancelled, true)
         }
-        return (released, false)
+        return (DemandState(rawValue: released.rawValue | Self.givenUpBit), false)
     }
 
     /// A reader that held a unit while it waited gives it back: one unit fewer, cancelling only
     /// if that leaves nothing and a dependent gave up on the attempt meanwhile.
     @inlinable
     internal func returning() -> (state: DemandState, cancels: Bool) {
-        guard !isFinal else {
+        guard !isCancelled else {
             return (self, false)
         }
-        let returned = DemandState(rawValue: rawValue - 4)
-        if returned.units == 0 && !returned.isPinned && returned.rawValue & 2 != 0 {
+        let returned = DemandState(rawValue: rawValue - Self.unit)
+        if !isFinal && returned.units == 0 && !returned.isPinned && returned.rawValue & Self.givenUpBit != 0 {
             return (.cancelled, true)
         }
         return (returned, false)
@@ -97,7 +115,7 @@ internal struct DemandState: Equatable, Sendable {
     /// The state after a handler that never gives up pins the attempt.
     @inlinable
     internal func pinning() -> DemandState {
-        isFinal ? self : DemandState(rawValue: rawValue | 1)
+        isFinal ? self : DemandState(rawValue: rawValue | Self.pinnedBit)
     }
 
     /// The state after the attempt finishes, and whether this transition is the one that
@@ -107,7 +125,7 @@ internal struct DemandState: Equatable, Sendable {
         guard !isFinal else {
             return (self, false)
         }
-        return (cancelled ? .cancelled : .settled, true)
+        return (cancelled ? .cancelled : DemandState(rawValue: rawValue | Self.settledBit), true)
     }
 }
 
@@ -117,28 +135,43 @@ internal struct DemandState: Equatable, Sendable {
 /// | bit | meaning                                                                            |
 /// |-----|------------------------------------------------------------------------------------|
 /// | 0   | *cancelled*: the attempt was cancelled, by `cancel()`, by its source's cancellation, or for lack of demand; its success and failure callbacks no longer run |
-/// | 1   | *holds a unit*: a derived attempt that holds one unit of demand on its hub         |
+/// | 1   | *holds a unit*: a stage holding the path unit, or a unit its handlers keep         |
 /// | 2   | *pinned early*: a handler pinned an attempt before it had a hub                    |
 /// | 3   | *keeps its unit*: a handler needs a derived attempt, which keeps its unit for good  |
 /// | 4   | *decided cancelled*: the attempt's result is a cancellation (a late `cancel()` sets only bit 0) |
-/// | 5   | *owns its hub*: set when the node is made and never changed (a root or an owner; a transparent node shares its source's hub) |
+/// | 5   | *owns its hub*: set when the node is made and never changed (a root, an owner, or a stage that starts a hub of its own; a transparent node shares its source's hub) |
+/// | 6   | *path taken*: the first dependent that continues the path below this attempt has come (see ``DemandState``) |
+/// | 8…  | the attempt's *depth* on its hub's path: 0 for the hub's own attempt; set when the node is made |
 @frozen
 @usableFromInline
 internal struct AttemptFlags: Equatable, Sendable {
     @usableFromInline
-    internal var rawValue: UInt8
+    internal var rawValue: UInt
 
     @inlinable
-    internal init(rawValue: UInt8) {
+    internal init(rawValue: UInt) {
         self.rawValue = rawValue
     }
 
-    @inlinable internal static var cancelled: UInt8 { 1 }
-    @inlinable internal static var holdsUnit: UInt8 { 2 }
-    @inlinable internal static var pinnedEarly: UInt8 { 4 }
-    @inlinable internal static var keepsUnit: UInt8 { 8 }
-    @inlinable internal static var decidedCancelled: UInt8 { 16 }
-    @inlinable internal static var ownsHub: UInt8 { 32 }
+    @inlinable internal static var cancelled: UInt { 1 }
+    @inlinable internal static var holdsUnit: UInt { 2 }
+    @inlinable internal static var pinnedEarly: UInt { 4 }
+    @inlinable internal static var keepsUnit: UInt { 8 }
+    @inlinable internal static var decidedCancelled: UInt { 16 }
+    @inlinable internal static var ownsHub: UInt { 32 }
+    @inlinable internal static var pathTaken: UInt { 64 }
+
+    /// The flags of a node at `depth` on its hub's path.
+    @inlinable
+    internal static func depth(_ depth: Int) -> UInt { UInt(depth) << 8 }
+
+    /// The attempt's depth on its hub's path.
+    @inlinable
+    internal var depth: Int { Int(rawValue >> 8) }
+
+    /// Whether a dependent has taken the path below this attempt.
+    @inlinable
+    internal var isPathTaken: Bool { rawValue & Self.pathTaken != 0 }
 
     /// Whether the attempt was cancelled.
     @inlinable

@@ -1,9 +1,11 @@
 public import Synchronization
 
-/// An optional strong reference that threads exchange atomically, with one tag bit beside it.
+/// An optional strong reference that threads exchange atomically, with a tag bit and a mark bit
+/// beside it.
 ///
 /// The slot keeps its object retained once, as address bits in one atomic word; the tag is the
-/// lowest bit, which an object's address never uses. Whoever takes the object out of the slot
+/// lowest bit and the mark the next one, which an object's address never uses (objects are
+/// aligned to 16 bytes). The tag belongs to the slot; the mark travels with the object. Whoever takes the object out of the slot
 /// takes that retain with it, so an object is released exactly once, by its last taker or by
 /// the slot's deinit.
 ///
@@ -17,6 +19,12 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static var tagBit: UInt { 1 }
+
+    @inlinable
+    internal static var markBit: UInt { 2 }
+
+    @inlinable
+    internal static var addressMask: UInt { ~(tagBit | markBit) }
 
     /// Creates a slot holding `object` (retained), with the tag set if `tagged`.
     @inlinable
@@ -43,7 +51,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     /// takes or exchanges it while in use.
     @inlinable
     internal func withBorrowedObject<Result>(_ body: (Object) -> Result) -> Result? {
-        guard let address = UnsafeRawPointer(bitPattern: bits.load(ordering: .acquiring) & ~Self.tagBit) else {
+        guard let address = UnsafeRawPointer(bitPattern: bits.load(ordering: .acquiring) & Self.addressMask) else {
             return nil
         }
         return Unmanaged<Object>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
@@ -57,7 +65,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     internal func storeIfEmpty(_ object: Object) -> (stored: Bool, isTagged: Bool) {
         let new = Self.retainedBits(object)
         var observed = bits.load(ordering: .relaxed)
-        while observed & ~Self.tagBit == 0 {
+        while observed & Self.addressMask == 0 {
             let (exchanged, original) = bits.compareExchange(
                 expected: observed,
                 desired: new | observed,
@@ -81,13 +89,15 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (Self.borrow(before), before & Self.tagBit != 0)
     }
 
-    /// Replaces the object with `object` unless the tag is set; returns whether it did and the
-    /// object taken out.
+    /// Replaces the object with `object`, marked if `marked`, unless the tag is set; returns
+    /// whether it did and the object taken out, with its mark.
     ///
     /// If the tag is set, the caller still owns `object`.
     @inlinable
-    internal func exchangeUnlessTagged(_ object: Object?) -> (exchanged: Bool, previous: Object?) {
-        let new = Self.retainedBits(object)
+    internal func exchangeUnlessTagged(
+        _ object: Object?, marked: Bool = false
+    ) -> (exchanged: Bool, previous: Object?, previousMarked: Bool) {
+        let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
         var observed = bits.load(ordering: .relaxed)
         while observed & Self.tagBit == 0 {
             let (exchanged, original) = bits.compareExchange(
@@ -97,18 +107,43 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
                 failureOrdering: .relaxed
             )
             if exchanged {
-                return (true, Self.take(observed))
+                return (true, Self.take(observed), observed & Self.markBit != 0)
             }
             observed = original
         }
         Self.release(new)
-        return (false, nil)
+        return (false, nil, false)
     }
 
-    /// Takes the object out and sets the tag, so that nothing can be stored any more.
+    /// Replaces `expected`, if the slot still holds it, with `object` (which keeps its own
+    /// reference to whatever it needs of `expected`); otherwise returns the object the slot holds
+    /// now, without taking it.
+    ///
+    /// Only for a slot whose objects are never taken while it is in use (see ``load()``).
     @inlinable
-    internal func takeAndTag() -> Object? {
-        Self.take(bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing))
+    internal func replace(_ expected: Object?, with object: Object) -> (replaced: Bool, current: Object?) {
+        let expectedBits = expected.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
+        let new = Self.retainedBits(object)
+        let (exchanged, original) = bits.compareExchange(
+            expected: expectedBits,
+            desired: new,
+            successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring
+        )
+        guard exchanged else {
+            Self.release(new)
+            return (false, Self.borrow(original))
+        }
+        Self.release(expectedBits)
+        return (true, object)
+    }
+
+    /// Takes the object out, with its mark, and sets the tag, so that nothing can be stored any
+    /// more.
+    @inlinable
+    internal func takeAndTag() -> (object: Object?, isMarked: Bool) {
+        let before = bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing)
+        return (Self.take(before), before & Self.markBit != 0)
     }
 
     /// Takes the object out, keeping the tag; for the last owner of the slot.
@@ -127,7 +162,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static func borrow(_ bits: UInt) -> Object? {
-        guard let address = UnsafeRawPointer(bitPattern: bits & ~tagBit) else {
+        guard let address = UnsafeRawPointer(bitPattern: bits & addressMask) else {
             return nil
         }
         return Unmanaged<Object>.fromOpaque(address).takeUnretainedValue()
@@ -135,7 +170,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static func take(_ bits: UInt) -> Object? {
-        guard let address = UnsafeRawPointer(bitPattern: bits & ~tagBit) else {
+        guard let address = UnsafeRawPointer(bitPattern: bits & addressMask) else {
             return nil
         }
         return Unmanaged<Object>.fromOpaque(address).takeRetainedValue()

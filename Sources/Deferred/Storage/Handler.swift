@@ -36,9 +36,12 @@ internal enum Handler<Value: Sendable> {
     }
 
     /// Runs this handler with the value that `source` was filled with.
+    ///
+    /// Consumes the handler, so that its node and step move into the call instead of being
+    /// retained for it and released after.
     @inlinable
-    internal func run(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
-        switch self {
+    internal consuming func run(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
+        switch consume self {
         case .immediate(_, let body):
             body(value)
         case .callback(let executor, let body):

@@ -93,15 +93,11 @@ extension AttemptNode {
     @discardableResult
     internal final func hold<SourceSuccess, SourceFailure>(_ source: AttemptNode<SourceSuccess, SourceFailure>) -> Bool
     {
-        let unit = source.takeDemand(handOver: true)
-        let (exchanged, previous) = consumerHub().upstream.exchangeUnlessTagged(unit)
-        if let previous = previous as? AttemptHub {
-            AttemptHub.releaseUnit(on: previous)
-        }
-        guard exchanged else {
-            if let unit {
-                AttemptHub.releaseUnit(on: unit)
-            }
+        let unit = source.takeUnit(forOwner: true)
+        let (held, previous) = consumerHub().holdUpstream(unit)
+        previous.release()
+        guard held else {
+            unit?.release()
             return false
         }
         if unit == nil {

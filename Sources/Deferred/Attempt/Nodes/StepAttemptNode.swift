@@ -32,8 +32,7 @@ where Step.Output == Step.Success {
     ) {
         self.place = place
         self.body = body
-        let (hub, holdsUnit) = source.shareDemand()
-        super.init(sharing: hub, holdsUnit: holdsUnit, cancellation: cancellation)
+        super.init(derived: source.shareDemand(), cancellation: cancellation)
     }
 
     /// The link step that the source's handler runs.
@@ -150,16 +149,24 @@ extension Attempt {
         return attach(Node(on: self, place: InPlace(), body: body, cancellation: cancellation), Node.receive)
     }
 
-    /// The hub and unit of demand for a transparent attempt derived from this one: this
-    /// attempt's hub, with the unit this attempt hands over or a new one; or, if nobody needed
-    /// this attempt any more, no unit, after deciding it as cancelled.
+    /// The demand for a transparent attempt derived from this one.
+    ///
+    /// The new attempt is the next stage on this attempt's path, with the path unit (handed
+    /// over or new); or, if another stage continues the path already, it starts a hub of its
+    /// own holding a unit here. If nobody needed this attempt any more, it is decided as
+    /// cancelled and the new attempt holds nothing.
     @inlinable
-    internal func shareDemand() -> (hub: AttemptHub, holdsUnit: Bool) {
-        if let hub = node.takeDemand(handOver: true) {
-            return (hub, true)
+    internal func shareDemand() -> DerivedDemand {
+        let hub = node.consumerHub()
+        let (depth, continuesPath) = node.takeUnit(on: hub, continuingPath: true)
+        if depth == nil {
+            node.settleIfAbandoned()
         }
-        node.settleIfAbandoned()
-        return (node.consumerHub(), false)
+        guard continuesPath else {
+            return node.branch(holding: depth, on: hub)
+        }
+        return DerivedDemand(
+            hub: hub, flags: (depth == nil ? 0 : AttemptFlags.holdsUnit) | AttemptFlags.depth(node.depth + 1))
     }
 
     /// Links `derived` to this attempt with `step`, running it at once if this attempt has

@@ -1,0 +1,157 @@
+public import Synchronization
+
+/// How an attempt's node takes part in demand (see ``DemandState``): giving units to its
+/// dependents, the path below it, and the units it holds itself.
+extension AttemptNode {
+    /// The hub where dependents hold demand on this attempt, made now for a root without one.
+    @inlinable
+    internal final func consumerHub() -> AttemptHub {
+        if let hub = hubSlot.load().object {
+            return hub
+        }
+        return makeHub()
+    }
+
+    @usableFromInline
+    internal final func makeHub() -> AttemptHub {
+        let made = AttemptHub(pinned: false)
+        let (stored, finished) = hubSlot.storeIfEmpty(made)
+        guard stored else {
+            return hubSlot.load().object.unsafelyUnwrapped
+        }
+        // A handler may have pinned this attempt while the hub did not exist.
+        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).isPinnedEarly {
+            made.pin()
+        }
+        if finished {
+            // A cancel() after the attempt finished withdraws callbacks; it does not make the
+            // result a cancellation, so the producer's cancel handlers must not run.
+            made.finish(
+                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isDecidedCancelled)
+        }
+        return made
+    }
+
+    /// This attempt's depth on its hub's path: 0 if the hub is its own.
+    @inlinable
+    internal final var depth: Int {
+        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).depth
+    }
+
+    /// Gives a dependent a unit of demand on `hub`, this attempt's ``consumerHub()``: returns
+    /// the unit's depth (see ``DemandUnit``), or `nil` if this attempt was cancelled for lack of
+    /// demand; and whether the dependent continues this attempt's path.
+    ///
+    /// A dependent `continuingPath` (a transparent stage, or an owner waiting on a transparent
+    /// stage) takes the path unit if nobody took the path below this attempt yet: the unit this
+    /// attempt holds, handed over, or a new one. So a chain of transforms holds one unit, at its
+    /// end. Others, and a second dependent, take a unit at this attempt's depth.
+    @inlinable
+    internal final func takeUnit(on hub: AttemptHub, continuingPath: Bool) -> (depth: Int?, continuesPath: Bool) {
+        if continuingPath {
+            switch takePath() {
+            case .handedOver:
+                return (DemandUnit.path, true)
+            case .converting(let depth):
+                // This attempt keeps its unit for its handlers: from now on it needs only the
+                // stages down to this one.
+                hub.adjustSide(depth, by: 1)
+                fallthrough
+            case .fresh:
+                return (hub.addUnit(depth: DemandUnit.path) ? DemandUnit.path : nil, true)
+            case .alreadyTaken:
+                break
+            }
+        }
+        let depth = depth
+        return (hub.addUnit(depth: depth) ? depth : nil, false)
+    }
+
+    /// A unit of demand on this attempt for an owner that waits on it (continuing the path of a
+    /// transparent attempt) or for a reader; `nil` if this attempt was cancelled for lack of
+    /// demand.
+    @inlinable
+    internal final func takeUnit(forOwner: Bool) -> DemandUnit? {
+        let hub = consumerHub()
+        return takeUnit(on: hub, continuingPath: forOwner && !ownsHub).depth.map { DemandUnit(hub, depth: $0) }
+    }
+
+    /// The demand of a transparent attempt derived from this one when another continues this
+    /// attempt's path already: a hub of its own, holding a unit at `depth` on `hub` (none if
+    /// `nil`).
+    @usableFromInline
+    internal final func branch(holding depth: Int?, on hub: AttemptHub) -> DerivedDemand {
+        let own = AttemptHub(pinned: false)
+        if let depth {
+            _ = own.holdUpstream(DemandUnit(hub, depth: depth))
+        }
+        return DerivedDemand(hub: own, flags: AttemptFlags.ownsHub)
+    }
+
+    /// Marks the path below this attempt taken, handing over the unit it holds if it does not
+    /// keep it; returns what the dependent that takes the path must do.
+    @inlinable
+    internal final func takePath() -> PathTaking {
+        var observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
+        while !observed.isPathTaken {
+            let handsOver = observed.holdsUnit && !observed.keepsUnit
+            let desired = (observed.rawValue | AttemptFlags.pathTaken) & (handsOver ? ~AttemptFlags.holdsUnit : ~0)
+            let (exchanged, original) = flags.compareExchange(
+                expected: observed.rawValue, desired: desired, ordering: .relaxed)
+            if exchanged {
+                return handsOver ? .handedOver : observed.holdsUnit ? .converting(observed.depth) : .fresh
+            }
+            observed = AttemptFlags(rawValue: original)
+        }
+        return .alreadyTaken
+    }
+
+    /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
+    /// source, stops it.
+    ///
+    /// An attempt with a hub of its own pins the hub. A transparent node shares its source's
+    /// hub, which the handler must not pin (cancelling this attempt must still stop the
+    /// source), so it keeps a unit of its own there instead, released when it is decided.
+    @inlinable
+    internal final func pin() {
+        guard ownsHub else {
+            let before = AttemptFlags(
+                rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
+            // A node that still holds the path unit keeps it; one that handed it over takes a
+            // side unit at its depth. One that holds none and never handed over is cancelled or
+            // decided already.
+            if !before.keepsUnit && !before.holdsUnit && before.isPathTaken, let hub = hubSlot.load().object,
+                hub.addUnit(depth: before.depth)
+            {
+                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
+                if isDecided {
+                    // Decided meanwhile, and possibly released already: release this unit too.
+                    releaseDemand(cancelled: false)
+                }
+            }
+            return
+        }
+        if let hub = hubSlot.load().object {
+            hub.pin()
+            return
+        }
+        flags.bitwiseOr(AttemptFlags.pinnedEarly, ordering: .sequentiallyConsistent)
+        if let hub = hubSlot.load().object {
+            hub.pin()
+        }
+    }
+
+    /// Releases the demand this attempt holds upstream, cancelling what nobody needs any more.
+    @usableFromInline
+    internal final func releaseDemand(cancelled: Bool) {
+        if ownsHub {
+            hubSlot.setTag().object?.finish(cancelled: cancelled)
+        } else {
+            let before = AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
+            if before.holdsUnit, let hub = hubSlot.load().object {
+                // Once the path below is taken, a unit still held is one its handlers keep.
+                DemandUnit(hub, depth: before.isPathTaken ? before.depth : DemandUnit.path).release()
+            }
+        }
+    }
+}

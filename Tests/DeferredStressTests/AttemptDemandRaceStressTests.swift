@@ -1,0 +1,141 @@
+import Deferred
+import Dispatch
+import TestSupport
+import Testing
+
+extension StressSuites {
+    /// Guarantee 8 stage by stage under real races: a dependent taking the path below a stage
+    /// (see `DemandState`) against that stage's cancellation, its handler, or a second dependent.
+    ///
+    /// Each round builds `root → top → middle`, runs the race, then lets the root succeed.
+    @Suite struct AttemptDemandRaceStressTests {
+        final class Round: Sendable {
+            let root = DeferredAttempt<Int, TestError>()
+            let stopped = Counter()
+            let topRuns = Counter()
+            let middleRuns = Counter()
+            let endRuns = Counter()
+            let delivered = Counter()
+            let order = Counter()
+            let leftPlace = Counter()
+            let rightPlace = Counter()
+            let top: Attempt<Int, TestError>
+            let middle: Attempt<Int, TestError>
+            let end = Deferred<Attempt<Int, TestError>>()
+
+            init() {
+                root.onCancel { [stopped] in stopped.increment() }
+                top = root.attempt.map(upon: .immediate) { [topRuns] in
+                    topRuns.increment()
+                    return $0 + 1
+                }
+                middle = top.map(upon: .immediate) { [middleRuns] in
+                    middleRuns.increment()
+                    return $0 + 1
+                }
+            }
+
+            func derive() -> Attempt<Int, TestError> {
+                middle.map(upon: .immediate) { [endRuns] in
+                    endRuns.increment()
+                    return $0 + 1
+                }
+            }
+
+            /// Records that one side's call returned: `place` counts its position, from 1.
+            func returned(_ place: Counter) {
+                let position = order.increment()
+                for _ in 0...position {
+                    place.increment()
+                }
+            }
+
+            var interleaving: String {
+                leftPlace.value < rightPlace.value ? "left returned first" : "right returned first"
+            }
+        }
+
+        enum Race: String, CaseIterable, CustomTestStringConvertible {
+            /// `middle.cancel()` against `middle.map { }`: in both orders nothing needs the
+            /// producer any more.
+            case cancelAgainstContinuing
+            /// `middle.map { }.cancel()` twice at once: in both orders nothing needs anything.
+            case twoContinuingAtOnce
+            /// `middle.uponSuccess { }` against `middle.map { }.cancel()`: the handler keeps
+            /// the middle and everything above it, unless the cancel left nothing needing the
+            /// producer before the handler came.
+            case handlerAgainstContinuingThenCancelling
+            /// `top.uponSuccess { }` against `middle.cancel()`: the top runs and the middle never,
+            /// unless the cancel left nothing needing the producer before the handler came.
+            case handlerAboveAgainstCancel
+
+            var testDescription: String { rawValue }
+
+            /// The interleavings each race must show: the order of the two calls' returns, or,
+            /// where the handler may come too late, whether the work was kept.
+            var interleavings: Set<String> {
+                switch self {
+                case .cancelAgainstContinuing, .twoContinuingAtOnce:
+                    ["left returned first", "right returned first"]
+                case .handlerAgainstContinuingThenCancelling, .handlerAboveAgainstCancel:
+                    ["kept for the handler", "cancelled before the handler"]
+                }
+            }
+        }
+
+        @Test(arguments: Race.allCases)
+        func takingThePathRacesWithTheStage(_ race: Race) {
+            RaceHarness.expectInterleavings(
+                race.rawValue,
+                expected: race.interleavings,
+                setup: Round.init,
+                left: { round in
+                    switch race {
+                    case .cancelAgainstContinuing, .handlerAboveAgainstCancel:
+                        round.middle.cancel()
+                    case .handlerAgainstContinuingThenCancelling:
+                        round.middle.uponSuccess(.immediate) { [delivered = round.delivered] _ in delivered.increment()
+                        }
+                    case .twoContinuingAtOnce:
+                        round.derive().cancel()
+                    }
+                    round.returned(round.leftPlace)
+                },
+                right: { round in
+                    switch race {
+                    case .cancelAgainstContinuing:
+                        round.end.fill(with: round.derive())
+                    case .handlerAgainstContinuingThenCancelling, .twoContinuingAtOnce:
+                        round.derive().cancel()
+                    case .handlerAboveAgainstCancel:
+                        round.top.uponSuccess(.immediate) { [delivered = round.delivered] _ in delivered.increment() }
+                    }
+                    round.returned(round.rightPlace)
+                },
+                classify: { round in
+                    let succeeded = round.root.succeed(with: 0)
+                    #expect(round.endRuns.value == 0, "no stage below a cancellation runs")
+                    switch race {
+                    case .cancelAgainstContinuing, .twoContinuingAtOnce:
+                        #expect(!succeeded && round.stopped.value == 1, "nothing needs the producer")
+                        #expect(round.topRuns.value == 0 && round.middleRuns.value == 0)
+                        #expect(round.end.peek()?.isCancelled ?? true)
+                        return round.interleaving
+                    case .handlerAgainstContinuingThenCancelling, .handlerAboveAgainstCancel:
+                        let keptMiddle = race == .handlerAgainstContinuingThenCancelling
+                        guard succeeded else {
+                            #expect(round.stopped.value == 1)
+                            #expect(round.topRuns.value == 0 && round.middleRuns.value == 0)
+                            #expect(round.delivered.value == 0, "a handler on a cancelled attempt never sees a success")
+                            return "cancelled before the handler"
+                        }
+                        #expect(round.stopped.value == 0)
+                        #expect(round.topRuns.value == 1 && round.middleRuns.value == (keptMiddle ? 1 : 0))
+                        #expect(round.delivered.value == 1)
+                        return "kept for the handler"
+                    }
+                }
+            )
+        }
+    }
+}
