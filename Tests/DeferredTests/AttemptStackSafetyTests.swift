@@ -82,4 +82,30 @@ import Testing
         #expect(stopped == 0, "a handler needs the work, so nothing cancelled it")
         #expect(live.value == 0, "the handler at the end of the chain was released")
     }
+
+    /// A failure type with no cancellation error of its own.
+    struct Numbered: Error, Equatable {
+        let code: Int
+    }
+
+    @Test func aMillionDeepChainOfTranslatedPlainErrorsIsCancelledAndReleased() async {
+        let translations = Counter()
+        let (tail, stopped) = await onDeepStack("attempt mapError chain of plain errors, cancelled and dropped") {
+            let producer = DeferredAttempt<Int, Numbered>(cancellationError: Numbered(code: 0))
+            let stopped = Counter()
+            producer.onCancel { stopped.increment() }
+            var tail = producer.attempt
+            for _ in 0..<Self.depth {
+                tail = tail.mapError(upon: .immediate) { error in
+                    translations.increment()
+                    return Numbered(code: error.code + 1)
+                }
+            }
+            tail.cancel()
+            return (tail.peek(), stopped.value)
+        }
+        #expect(tail == .failure(Numbered(code: Self.depth)), "each stage translated the cancellation error")
+        #expect(translations.value == Self.depth, "once per stage, when it was made")
+        #expect(stopped == 1)
+    }
 }

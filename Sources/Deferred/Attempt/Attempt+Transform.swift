@@ -39,7 +39,9 @@ extension Attempt {
     ///
     /// A cancellation passes through without calling `transform`: the new attempt fails with
     /// its own cancellation error (`.cancelled` for a ``CancellableError``, `CancellationError`
-    /// for `any Error`, otherwise `transform` applied to this attempt's cancellation error).
+    /// for `any Error`). For any other new failure type, the cancellation error is `transform`
+    /// applied to this attempt's cancellation error, which `mapError` computes once, on the
+    /// calling thread, when it is called.
     ///
     /// - Parameters:
     ///   - executor: Where `transform` runs. See ``Executor``.
@@ -90,7 +92,7 @@ extension Attempt {
 extension CancellationErrorSource {
     /// The cancellation error source of an attempt whose errors are `transform` applied to
     /// those of an attempt with `source`: `nil` (the type's own) if `Failure` has one, else
-    /// `transform` of the source's cancellation error, if that has one.
+    /// `transform` of the source's cancellation error, if that has one, applied now.
     @usableFromInline
     internal static func translating<SourceFailure: Error>(
         _ source: CancellationErrorSource<SourceFailure>?,
@@ -99,6 +101,6 @@ extension CancellationErrorSource {
         guard !hasTypeDefault, source != nil || CancellationErrorSource<SourceFailure>.hasTypeDefault else {
             return nil
         }
-        return CancellationErrorSource { transform(source.cancellationError().unsafelyUnwrapped) }
+        return CancellationErrorSource(transform(source.cancellationError().unsafelyUnwrapped))
     }
 }

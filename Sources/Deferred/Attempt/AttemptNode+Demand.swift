@@ -47,6 +47,7 @@ extension AttemptNode {
     /// attempt holds, handed over, or a new one. So a chain of transforms holds one unit, at its
     /// end. Others, and a second dependent, take a unit at this attempt's depth.
     @inlinable
+    @inline(__always)
     internal final func takeUnit(on hub: AttemptHub, continuingPath: Bool) -> (depth: Int?, continuesPath: Bool) {
         if continuingPath {
             switch takePath() {
@@ -91,6 +92,7 @@ extension AttemptNode {
     /// Marks the path below this attempt taken, handing over the unit it holds if it does not
     /// keep it; returns what the dependent that takes the path must do.
     @inlinable
+    @inline(__always)
     internal final func takePath() -> PathTaking {
         var observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
         while !observed.isPathTaken {

@@ -226,6 +226,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Reads the hub without retaining it: a node takes its hub out of ``hubSlot`` only when it
     /// is destroyed, and the caller is running one of its methods.
     @inlinable
+    @inline(__always)
     internal final var isUnneeded: Bool {
         let observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
         return hubSlot.withBorrowedObject { hub in

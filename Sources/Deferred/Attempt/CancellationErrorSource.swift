@@ -3,15 +3,19 @@
 /// Most failure types say it themselves: a ``CancellableError`` has `.cancelled`, and `any Error`
 /// uses Swift's `CancellationError`. For any other type, the producer gives the error when it
 /// makes the ``DeferredAttempt``, and attempts derived from that one inherit it (`mapError`
-/// translates it). Attempts that keep the type's own error carry no source at all.
+/// translates it once, when it is called). Attempts that keep the type's own error carry no
+/// source at all.
+///
+/// A source holds the error itself, never a closure or another source, so a chain of any length
+/// keeps nothing of the stages above it and is released without recursion.
 @usableFromInline
 internal final class CancellationErrorSource<Failure: Error>: Sendable {
     @usableFromInline
-    internal let make: @Sendable () -> Failure
+    internal let error: Failure
 
     @usableFromInline
-    internal init(_ make: @escaping @Sendable () -> Failure) {
-        self.make = make
+    internal init(_ error: Failure) {
+        self.error = error
     }
 
     /// The error that `Failure` itself uses for a cancellation, if it has one.
@@ -37,6 +41,6 @@ extension Optional {
     /// The cancellation error from this source, or the failure type's own.
     @usableFromInline
     internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorSource<Failure> {
-        self?.make() ?? CancellationErrorSource<Failure>.typeDefault
+        self?.error ?? CancellationErrorSource<Failure>.typeDefault
     }
 }

@@ -51,7 +51,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: FutureProtocol
     ///
     /// - Parameter cancellationError: The failure of a cancelled attempt.
     public init(cancellationError: Failure) {
-        node = AttemptNode(cancellation: CancellationErrorSource { cancellationError })
+        node = AttemptNode(cancellation: CancellationErrorSource(cancellationError))
     }
 
     /// The read-only attempt that this completes.
