@@ -61,6 +61,9 @@ extension StressSuites {
             case cancelAgainstContinuing
             /// `middle.map { }.cancel()` twice at once: in both orders nothing needs anything.
             case twoContinuingAtOnce
+            /// `middle.map { }` with a handler against the root's success, which releases the
+            /// middle's path unit as the new stage takes a fresh one: the new stage still runs.
+            case continuingAgainstTheRootsSuccess
             /// `middle.uponSuccess { }` against `middle.map { }.cancel()`: the handler keeps
             /// the middle and everything above it, unless the cancel left nothing needing the
             /// producer before the handler came.
@@ -75,7 +78,7 @@ extension StressSuites {
             /// where the handler may come too late, whether the work was kept.
             var interleavings: Set<String> {
                 switch self {
-                case .cancelAgainstContinuing, .twoContinuingAtOnce:
+                case .cancelAgainstContinuing, .twoContinuingAtOnce, .continuingAgainstTheRootsSuccess:
                     ["left returned first", "right returned first"]
                 case .handlerAgainstContinuingThenCancelling, .handlerAboveAgainstCancel:
                     ["kept for the handler", "cancelled before the handler"]
@@ -98,6 +101,10 @@ extension StressSuites {
                         }
                     case .twoContinuingAtOnce:
                         round.derive().cancel()
+                    case .continuingAgainstTheRootsSuccess:
+                        let end = round.derive()
+                        end.uponSuccess(.immediate) { [delivered = round.delivered] _ in delivered.increment() }
+                        round.end.fill(with: end)
                     }
                     round.returned(round.leftPlace)
                 },
@@ -109,13 +116,24 @@ extension StressSuites {
                         round.derive().cancel()
                     case .handlerAboveAgainstCancel:
                         round.top.uponSuccess(.immediate) { [delivered = round.delivered] _ in delivered.increment() }
+                    case .continuingAgainstTheRootsSuccess:
+                        round.root.succeed(with: 0)
                     }
                     round.returned(round.rightPlace)
                 },
                 classify: { round in
                     let succeeded = round.root.succeed(with: 0)
+                    if race == .continuingAgainstTheRootsSuccess {
+                        #expect(!succeeded && round.stopped.value == 0)
+                        #expect(round.topRuns.value == 1 && round.middleRuns.value == 1 && round.endRuns.value == 1)
+                        #expect(round.end.peek()?.peek() == .success(3), "the new stage is needed by its handler")
+                        #expect(round.delivered.value == 1)
+                        return round.interleaving
+                    }
                     #expect(round.endRuns.value == 0, "no stage below a cancellation runs")
                     switch race {
+                    case .continuingAgainstTheRootsSuccess:
+                        return round.interleaving
                     case .cancelAgainstContinuing, .twoContinuingAtOnce:
                         #expect(!succeeded && round.stopped.value == 1, "nothing needs the producer")
                         #expect(round.topRuns.value == 0 && round.middleRuns.value == 0)

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import TestSupport
 import Testing
 
@@ -182,5 +183,46 @@ import Testing
         gaveUp.release()
         #expect(stopped.value == 1, "a reader that gives up leaves nothing needing it")
         #expect(top.isCancelled)
+    }
+
+    /// A stage releasing its path unit while a new stage below it takes a fresh one, replayed
+    /// step by step: the release must not take the new stage's demand with it.
+    @Test func aReleaseInFlightLeavesTheFreshPathUnit() {
+        let root = DeferredAttempt<Int, TestError>()
+        let above = root.attempt.map(upon: .immediate) { $0 + 1 }
+        let hub = root.attempt.node.consumerHub()
+        // The first half of `above`'s release: it no longer holds its unit...
+        _ = above.node.flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed)
+        // ...so the new stage takes a fresh path unit...
+        let below = above.map(upon: .immediate) { $0 + 1 }
+        // ...before the second half releases the old one.
+        DemandUnit(hub, depth: DemandUnit.path).release()
+        #expect(hub.needs(depth: 2))
+        #expect(!below.isCancelled)
+        #expect(root.succeed(with: 0))
+        #expect(below.peek() == .success(2))
+    }
+
+    @Test func aMillionDeepChainWithAHandlerOnEveryStageStopsOnlyItsCancelledEnd() async {
+        let depth = Stress.depth
+        let (runs, tail, late) = await onDeepStack("attempt map chain with a handler on every stage, end cancelled") {
+            let root = DeferredAttempt<Int, TestError>()
+            let runs = Counter()
+            var stages = root.attempt
+            for _ in 0..<depth {
+                stages = stages.map(upon: .immediate) { value in
+                    runs.increment()
+                    return value + 1
+                }
+                stages.uponSuccess(.immediate) { _ in }
+            }
+            let end = stages.map(upon: .immediate) { $0 + 1 }
+            end.cancel()
+            root.succeed(with: 0)
+            return (runs.value, stages.peek(), end.peek())
+        }
+        #expect(runs == depth, "every stage with a handler ran")
+        #expect(tail == .success(depth))
+        #expect(late == .failure(.cancelled))
     }
 }

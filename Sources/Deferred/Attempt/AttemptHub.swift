@@ -67,6 +67,19 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         return added
     }
 
+    /// Takes a new path unit from a stage at `depth` that keeps its own; returns `false` if the
+    /// attempt was cancelled already.
+    ///
+    /// The kept unit becomes a side unit at `depth`, and the new one is the path unit in its
+    /// place, so the number of path units does not change.
+    @usableFromInline
+    internal func takePath(keptAt depth: Int) -> Bool {
+        adjustSide(depth, by: 1)
+        return updateDemand(synchronizing: true) { state in
+            if let next = state.adding() { (next, true) } else { (state, false) }
+        }
+    }
+
     /// Records a handler that needs the attempt for good.
     @inlinable
     internal func pin() {

@@ -56,8 +56,7 @@ extension AttemptNode {
             case .converting(let depth):
                 // This attempt keeps its unit for its handlers: from now on it needs only the
                 // stages down to this one.
-                hub.adjustSide(depth, by: 1)
-                fallthrough
+                return (hub.takePath(keptAt: depth) ? DemandUnit.path : nil, true)
             case .fresh:
                 return (hub.addUnit(depth: DemandUnit.path) ? DemandUnit.path : nil, true)
             case .alreadyTaken:

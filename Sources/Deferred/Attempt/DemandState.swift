@@ -10,8 +10,9 @@
 ///
 /// The transparent stages derived from the attempt (`map`, `recover`, `delay`…) share its hub
 /// and form one *path* below it, each a level deeper than its source; a second stage derived
-/// from the same attempt starts a hub of its own. One unit, the *path unit*, is held by the end
-/// of the path and needs every stage on it; the others need the attempt itself or, for *side
+/// from the same attempt starts a hub of its own. The *path unit* is held by the end of the
+/// path and needs every stage on it (for a moment there can be two: a stage that had released
+/// its path unit, and the new stage that took a fresh one while that release was on its way); the others need the attempt itself or, for *side
 /// units* (see ``SideDemand``), the stages down to a given depth. Units keep being counted once
 /// the attempt has *settled* (finished otherwise than by a cancellation), because stages still
 /// waiting to run need to know whether anyone wants them.
@@ -20,9 +21,9 @@
 /// |--------|-------------------------------------------------------------------------|
 /// | 0      | *pinned*: a handler needs the attempt for good                          |
 /// | 1      | *given up*: a dependent released its unit                               |
-/// | 2      | *path held*: the path unit is among the units                           |
-/// | 3      | *settled*: the attempt finished; demand no longer cancels it             |
-/// | 4…     | the number of units held                                                |
+/// | 2      | *settled*: the attempt finished; demand no longer cancels it             |
+/// | 3–18   | how many of the units are path units                                    |
+/// | 19…    | the number of units held                                                |
 /// | ``cancelled`` | the attempt was cancelled, for lack of demand or by `cancel()`; absorbing |
 ///
 /// This type only computes; ``AttemptHub`` performs the atomic operations.
@@ -40,9 +41,10 @@ internal struct DemandState: Equatable, Sendable {
 
     @inlinable internal static var pinnedBit: Int { 1 }
     @inlinable internal static var givenUpBit: Int { 2 }
-    @inlinable internal static var pathBit: Int { 4 }
-    @inlinable internal static var settledBit: Int { 8 }
-    @inlinable internal static var unit: Int { 16 }
+    @inlinable internal static var settledBit: Int { 4 }
+    @inlinable internal static var pathUnit: Int { 8 }
+    @inlinable internal static var pathUnits: Int { 0xFFFF << 3 }
+    @inlinable internal static var unit: Int { 1 << 19 }
 
     /// Nothing holds or pins the attempt yet.
     @inlinable
@@ -62,22 +64,22 @@ internal struct DemandState: Equatable, Sendable {
 
     /// How many units are held.
     @inlinable
-    internal var units: Int { isCancelled ? 0 : rawValue >> 4 }
+    internal var units: Int { isCancelled ? 0 : rawValue >> 19 }
 
     /// Whether a handler that never gives up needs the attempt.
     @inlinable
     internal var isPinned: Bool { !isFinal && rawValue & Self.pinnedBit != 0 }
 
-    /// Whether the path unit is held: every stage on the path is needed.
+    /// Whether a path unit is held: every stage on the path is needed.
     @inlinable
-    internal var isPathHeld: Bool { !isCancelled && rawValue & Self.pathBit != 0 }
+    internal var isPathHeld: Bool { !isCancelled && rawValue & Self.pathUnits != 0 }
 
     /// The state after a dependent takes a unit (the path unit if `path`), or `nil` if the
     /// attempt was cancelled, in which case the dependent gets the cancellation instead.
     @inlinable
     internal func adding(path: Bool = false) -> DemandState? {
         if isCancelled { return nil }
-        return DemandState(rawValue: (rawValue + Self.unit) | (path ? Self.pathBit : 0))
+        return DemandState(rawValue: rawValue + Self.unit + (path ? Self.pathUnit : 0))
     }
 
     /// The state after a dependent releases its unit (the path unit if `path`), and whether
@@ -88,7 +90,7 @@ internal struct DemandState: Equatable, Sendable {
         guard !isCancelled else {
             return (self, false)
         }
-        let released = DemandState(rawValue: (rawValue - Self.unit) & (path ? ~Self.pathBit : ~0))
+        let released = DemandState(rawValue: rawValue - Self.unit - (path ? Self.pathUnit : 0))
         guard !isFinal else {
             return (released, false)
         }

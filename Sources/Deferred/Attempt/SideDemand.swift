@@ -1,57 +1,131 @@
 public import Synchronization
 
-/// The side units held on one hub, counted by depth: a list that only grows, with one entry per
-/// depth, whose counts move atomically.
+/// The side units held on one hub, counted by depth: the pure half of ``SideDemand``.
 ///
-/// A stage on the path at depth `d` is needed by a side unit if one is held at a depth of `d` or
-/// more. Side units are rare (a handler or a reader on a stage in the middle of a path, or a
-/// second path starting there), so the list stays short; entries are never removed while the
-/// hub lives, so a reader can walk it without taking references, and a new depth is pushed with
-/// one compare-and-swap after checking, again, the entries pushed meanwhile, so each depth
-/// appears once. A count can dip below zero for a moment when a unit's release overtakes its
-/// conversion into a side unit; only positive counts mean demand.
+/// A stage on the hub's path at depth `d` is needed by a side unit held at depth `d` or deeper,
+/// so what matters is the deepest depth with units: a max-heap of depths answers it, each depth
+/// in it at most once. A depth whose count drops to zero stays in the heap until it reaches the
+/// top, where the next question drops it. A count can dip below zero for a moment, when a
+/// unit's release overtakes its conversion into a side unit; only positive counts mean demand.
 @usableFromInline
-internal final class SideDemand: Sendable {
+internal struct SideCounts {
     @usableFromInline
-    internal let depth: Int
+    internal struct Entry {
+        @usableFromInline var count = 0
+        @usableFromInline var isQueued = false
 
-    @usableFromInline
-    internal let count: Atomic<Int>
-
-    @usableFromInline
-    internal let next: SideDemand?
-
-    @usableFromInline
-    internal init(depth: Int, count: Int, next: SideDemand?) {
-        self.depth = depth
-        self.count = Atomic(count)
-        self.next = next
+        @inlinable
+        internal init() {}
     }
 
-    /// The entry for `depth` among the entries from `first` down to (not including) `end`.
+    /// The count of every depth that has units or is in ``deepest``.
     @usableFromInline
-    internal static func entry(for depth: Int, from first: SideDemand?, to end: SideDemand?) -> SideDemand? {
-        var current = first
-        while let entry = current, entry !== end {
-            if entry.depth == depth {
-                return entry
-            }
-            current = entry.next
+    internal var entries: [Int: Entry] = [:]
+
+    /// The depths that had units when they were queued, deepest first, as a binary heap.
+    @usableFromInline
+    internal var deepest: [Int] = []
+
+    @inlinable
+    internal init() {}
+
+    /// Moves the count of `depth` by `delta`.
+    @usableFromInline
+    internal mutating func adjust(_ depth: Int, by delta: Int) {
+        var entry = entries[depth] ?? Entry()
+        entry.count += delta
+        if entry.count > 0 && !entry.isQueued {
+            entry.isQueued = true
+            push(depth)
         }
-        return nil
+        entries[depth] = entry.count == 0 && !entry.isQueued ? nil : entry
     }
 
-    /// Whether a side unit is held at `depth` or deeper, among the entries from `first` on.
+    /// Whether units are held at `depth` or deeper.
     @usableFromInline
-    internal static func holds(atLeast depth: Int, from first: SideDemand?) -> Bool {
-        var current = first
-        while let entry = current {
-            if entry.depth >= depth && entry.count.load(ordering: .acquiring) > 0 {
-                return true
+    internal mutating func holds(atLeast depth: Int) -> Bool {
+        while let top = deepest.first {
+            var entry = entries[top] ?? Entry()
+            if entry.count > 0 {
+                return top >= depth
             }
-            current = entry.next
+            popDeepest()
+            entry.isQueued = false
+            entries[top] = entry.count == 0 ? nil : entry
         }
         return false
+    }
+
+    private mutating func push(_ depth: Int) {
+        deepest.append(depth)
+        var child = deepest.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard deepest[parent] < deepest[child] else {
+                break
+            }
+            deepest.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    private mutating func popDeepest() {
+        let last = deepest.removeLast()
+        guard !deepest.isEmpty else {
+            return
+        }
+        deepest[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var largest = parent
+            if left < deepest.count && deepest[left] > deepest[largest] {
+                largest = left
+            }
+            if right < deepest.count && deepest[right] > deepest[largest] {
+                largest = right
+            }
+            guard largest != parent else {
+                return
+            }
+            deepest.swapAt(parent, largest)
+            parent = largest
+        }
+    }
+}
+
+/// The side units held on one hub (see ``DemandUnit``): ``SideCounts`` behind a spin lock.
+///
+/// Side units are the uncommon case (a handler or a reader on a stage in the middle of a path,
+/// or a second path starting there), and each operation holds the lock for a dictionary update
+/// and a heap step, so a short spin is cheaper than anything that sleeps.
+///
+/// `@unchecked Sendable` is sound because ``counts`` is read and written only inside
+/// ``withLock(_:)``, whose compare-and-swap acquires and whose store releases, so every access
+/// happens after the previous holder's last one.
+@usableFromInline
+internal final class SideDemand: @unchecked Sendable {
+    @usableFromInline
+    internal let locked = Atomic<Bool>(false)
+
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var counts = SideCounts()
+
+    @usableFromInline
+    internal init() {}
+
+    /// Runs `body` on the counts, alone.
+    @usableFromInline
+    internal func withLock<Result>(_ body: (inout SideCounts) -> Result) -> Result {
+        while !locked.compareExchange(
+            expected: false, desired: true, successOrdering: .acquiring, failureOrdering: .relaxed
+        ).exchanged {
+            while locked.load(ordering: .relaxed) {}
+        }
+        defer { locked.store(false, ordering: .releasing) }
+        return body(&counts)
     }
 }
 
@@ -59,26 +133,20 @@ extension AttemptHub {
     /// Moves the count of side units at `depth` by `delta`.
     @usableFromInline
     internal func adjustSide(_ depth: Int, by delta: Int) {
-        var first = sides.load().object
-        var end: SideDemand?
-        while true {
-            if let entry = SideDemand.entry(for: depth, from: first, to: end) {
-                entry.count.add(delta, ordering: .acquiringAndReleasing)
-                return
-            }
-            let made = SideDemand(depth: depth, count: delta, next: first)
-            let (replaced, current) = sides.replace(first, with: made)
-            if replaced {
-                return
-            }
-            // Pushed meanwhile: check only those entries, then push in front of them.
-            end = first
-            first = current
+        sideDemand().withLock { $0.adjust(depth, by: delta) }
+    }
+
+    /// The hub's side units, made on first use; once stored, they stay until the hub goes.
+    private func sideDemand() -> SideDemand {
+        if let side = sides.load().object {
+            return side
         }
+        let made = SideDemand()
+        return sides.storeIfEmpty(made).stored ? made : sides.load().object.unsafelyUnwrapped
     }
 
     /// Whether the stage at `depth` on this hub's path is still needed: the hub was not
-    /// cancelled, and the path unit or a side unit at that depth or deeper is held.
+    /// cancelled, and a path unit or a side unit at that depth or deeper is held.
     @inlinable
     internal func needs(depth: Int) -> Bool {
         let state = DemandState(rawValue: demand.load(ordering: .acquiring))
@@ -88,6 +156,15 @@ extension AttemptHub {
         if state.isPathHeld {
             return true
         }
-        return SideDemand.holds(atLeast: depth, from: sides.load().object)
+        return holdsSide(atLeast: depth)
+    }
+
+    /// Whether a side unit is held at `depth` or deeper.
+    @usableFromInline
+    internal func holdsSide(atLeast depth: Int) -> Bool {
+        guard let side = sides.load().object else {
+            return false
+        }
+        return side.withLock { $0.holds(atLeast: depth) }
     }
 }

@@ -115,29 +115,6 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (false, nil, false)
     }
 
-    /// Replaces `expected`, if the slot still holds it, with `object` (which keeps its own
-    /// reference to whatever it needs of `expected`); otherwise returns the object the slot holds
-    /// now, without taking it.
-    ///
-    /// Only for a slot whose objects are never taken while it is in use (see ``load()``).
-    @inlinable
-    internal func replace(_ expected: Object?, with object: Object) -> (replaced: Bool, current: Object?) {
-        let expectedBits = expected.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
-        let new = Self.retainedBits(object)
-        let (exchanged, original) = bits.compareExchange(
-            expected: expectedBits,
-            desired: new,
-            successOrdering: .acquiringAndReleasing,
-            failureOrdering: .acquiring
-        )
-        guard exchanged else {
-            Self.release(new)
-            return (false, Self.borrow(original))
-        }
-        Self.release(expectedBits)
-        return (true, object)
-    }
-
     /// Takes the object out, with its mark, and sets the tag, so that nothing can be stored any
     /// more.
     @inlinable
