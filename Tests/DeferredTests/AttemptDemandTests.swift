@@ -225,4 +225,53 @@ import Testing
         #expect(tail == .success(depth))
         #expect(late == .failure(.cancelled))
     }
+
+    /// What is derived from a stage below a timeout that already fired.
+    enum AfterTimeout: String, CaseIterable, CustomTestStringConvertible {
+        case recover, mapError, delay, andThen, fallback
+
+        var testDescription: String { rawValue }
+
+        func stage(after attempt: Attempt<Int, TestError>) -> Attempt<Int, TestError> {
+            switch self {
+            case .recover: attempt.recover(upon: .immediate) { _ in 42 }
+            case .mapError: attempt.mapError(upon: .immediate) { _ in .failed(42) }
+            case .delay: attempt.delay(by: .zero, on: StoppedClock())
+            case .andThen: attempt.andThen(upon: .immediate) { Attempt(success: $0 + 1) }
+            case .fallback: attempt.fallback(upon: .immediate) { _ in Attempt(failure: .failed(42)) }
+            }
+        }
+
+        var expected: Result<Int, TestError> {
+            switch self {
+            case .recover: .success(42)
+            case .mapError, .fallback: .failure(.failed(42))
+            case .delay, .andThen: .failure(.timedOut)
+            }
+        }
+    }
+
+    @Test(arguments: AfterTimeout.allCases)
+    func aStageBelowAFiredTimeoutGetsItsResult(_ kind: AfterTimeout) {
+        let root = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        root.onCancel { stopped.increment() }
+        let aboveRuns = Counter()
+        let later = DispatchQueue(label: "above")
+        later.suspend()
+        root.attempt.uponFailure(.immediate) { _ in }  // keeps the root needed
+        let above = root.attempt.map(upon: later) { value in
+            aboveRuns.increment()
+            return value
+        }
+        let limited = above.timeout(after: .zero, on: StoppedClock(), failingWith: .timedOut)
+        #expect(limited.peek() == .failure(.timedOut))
+        let below = kind.stage(after: limited)
+        #expect(root.succeed(with: 0))
+        later.resume()
+        later.sync {}
+        #expect(below.peek() == kind.expected, "its source's result, not a cancellation")
+        #expect(aboveRuns.value == 0, "deriving from the timed-out stage does not make the stage above needed again")
+        #expect(stopped.value == 0)
+    }
 }

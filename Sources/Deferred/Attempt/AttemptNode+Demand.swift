@@ -49,6 +49,10 @@ extension AttemptNode {
     @inlinable
     @inline(__always)
     internal final func takeUnit(on hub: AttemptHub, continuingPath: Bool) -> (depth: Int?, continuesPath: Bool) {
+        if continuingPath && isDecided {
+            // An owner of an attempt that has its result needs nothing upstream.
+            return (nil, false)
+        }
         if continuingPath {
             switch takePath() {
             case .handedOver:

@@ -51,18 +51,19 @@ internal enum PathTaking {
 
 /// The demand a transparent attempt starts with (see ``Attempt/shareDemand()``): the hub it
 /// uses and its first flags — a stage on its source's path, at its depth, holding the path unit
-/// or not; or a stage that owns a new hub holding a unit on its source's.
+/// or not; a stage that owns a new hub holding a unit on its source's; or, below a source that
+/// has its result already, a stage that needs nothing upstream and makes a hub only if asked.
 @frozen
 @usableFromInline
 internal struct DerivedDemand {
     @usableFromInline
-    internal let hub: AttemptHub
+    internal let hub: AttemptHub?
 
     @usableFromInline
     internal let flags: UInt
 
     @inlinable
-    internal init(hub: AttemptHub, flags: UInt) {
+    internal init(hub: AttemptHub?, flags: UInt) {
         self.hub = hub
         self.flags = flags
     }

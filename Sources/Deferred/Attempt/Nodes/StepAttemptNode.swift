@@ -157,10 +157,19 @@ extension Attempt {
     /// cancelled and the new attempt holds nothing.
     @inlinable
     internal func shareDemand() -> DerivedDemand {
+        guard !node.isDecided else {
+            // This attempt has its result: the new one needs nothing upstream, and taking a
+            // unit here would make the stages above it needed again.
+            return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
+        }
         let hub = node.consumerHub()
         let (depth, continuesPath) = node.takeUnit(on: hub, continuingPath: true)
         if depth == nil {
             node.settleIfAbandoned()
+            if node.isDecided {
+                // Decided meanwhile (a timeout that fired, say), releasing what it held.
+                return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
+            }
         }
         guard continuesPath else {
             return node.branch(holding: depth, on: hub)
