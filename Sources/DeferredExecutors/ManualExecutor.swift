@@ -1,5 +1,4 @@
 public import Deferred
-import Synchronization
 
 /// An executor that keeps its bodies until its owner runs them.
 ///
@@ -14,27 +13,22 @@ import Synchronization
 /// // ... in the game loop:
 /// frame.runUntilIdle()
 /// ```
+///
+/// Submitting and taking a body are O(1), whatever is pending.
 public final class ManualExecutor: Executor {
-    private let pending = AtomicStack<Work>()
-    private let nextSequence = Atomic<Int>(0)
-
-    /// A body with its place in the submission order.
-    private struct Work: Sendable {
-        let sequence: Int
-        let body: @Sendable () -> Void
-    }
+    private let pending = Locked(BodyQueue())
 
     /// Creates an executor with no pending work.
     public init() {}
 
     /// Keeps `body` until the owner runs it.
     public func submit(_ body: @escaping @Sendable () -> Void) {
-        pending.push(Work(sequence: nextSequence.add(1, ordering: .relaxed).oldValue, body: body))
+        pending.withLock { $0.append(body) }
     }
 
     /// Whether bodies are waiting to run.
     public var hasPendingWork: Bool {
-        !pending.isEmpty
+        pending.withLock { !$0.isEmpty }
     }
 
     /// Runs the oldest pending body, if there is one.
@@ -42,15 +36,10 @@ public final class ManualExecutor: Executor {
     /// - Returns: Whether a body ran.
     @discardableResult
     public func runOne() -> Bool {
-        var work = takeInOrder()
-        guard !work.isEmpty else {
+        guard let body = pending.withLock({ $0.popFirst() }) else {
             return false
         }
-        let first = work.removeFirst()
-        for later in work {
-            pending.push(later)
-        }
-        first.body()
+        body()
         return true
     }
 
@@ -63,23 +52,9 @@ public final class ManualExecutor: Executor {
     @discardableResult
     public func runUntilIdle() -> Int {
         var count = 0
-        while true {
-            var work = takeInOrder()
-            guard !work.isEmpty else {
-                return count
-            }
-            work.removeEach { item in
-                item.body()
-                count += 1
-            }
+        while runOne() {
+            count += 1
         }
-    }
-
-    /// Takes every pending body, oldest first.
-    ///
-    /// Bodies put back by ``runOne()`` may sit above newer ones on the stack, so the order
-    /// comes from the sequence numbers.
-    private func takeInOrder() -> [Work] {
-        pending.takeAll().sorted { $0.sequence < $1.sequence }
+        return count
     }
 }

@@ -17,10 +17,12 @@ import Synchronization
 /// `submit(_:)` schedules a body for the current virtual time, so it too runs at the next
 /// ``advance(by:)`` (`advance(by: .zero)` runs just the work that is due). Time has nanosecond
 /// resolution. Call `advance(by:)` from one thread at a time, typically the test's.
+///
+/// Scheduling a body and taking the next one due are O(log n) in the number pending: they wait
+/// in a binary heap ordered by due time, then by submission.
 public final class VirtualTimeExecutor: SchedulingExecutor {
-    private let scheduled = AtomicStack<Scheduled>()
+    private let scheduled = Locked(Schedule())
     private let nanoseconds = Atomic<Int>(0)
-    private let nextSequence = Atomic<Int>(0)
     private let isAdvancing = Atomic<Bool>(false)
 
     /// A body and when it is due.
@@ -34,6 +36,56 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
         }
     }
 
+    /// The pending bodies as a binary min-heap by ``Scheduled/precedes(_:)``, and the next
+    /// submission number.
+    private struct Schedule: Sendable {
+        var heap: [Scheduled] = []
+        var nextSequence = 0
+
+        mutating func insert(due: Int, _ body: @escaping @Sendable () -> Void) {
+            heap.append(Scheduled(due: due, sequence: nextSequence, body: body))
+            nextSequence += 1
+            var child = heap.count - 1
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard heap[child].precedes(heap[parent]) else {
+                    break
+                }
+                heap.swapAt(child, parent)
+                child = parent
+            }
+        }
+
+        /// Takes the earliest body if it is due by `end`.
+        mutating func popFirst(dueBy end: Int) -> Scheduled? {
+            guard let first = heap.first, first.due <= end else {
+                return nil
+            }
+            let last = heap.removeLast()
+            guard !heap.isEmpty else {
+                return first
+            }
+            heap[0] = last
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                let right = left + 1
+                var earliest = parent
+                if left < heap.count && heap[left].precedes(heap[earliest]) {
+                    earliest = left
+                }
+                if right < heap.count && heap[right].precedes(heap[earliest]) {
+                    earliest = right
+                }
+                guard earliest != parent else {
+                    return first
+                }
+                heap.swapAt(parent, earliest)
+                parent = earliest
+            }
+        }
+    }
+
     /// Creates an executor whose clock reads zero.
     public init() {}
 
@@ -44,7 +96,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
 
     /// Whether any body is scheduled and has not run yet.
     public var hasPendingWork: Bool {
-        !scheduled.isEmpty
+        scheduled.withLock { !$0.heap.isEmpty }
     }
 
     /// Schedules `body` for the current virtual time; it runs at the next ``advance(by:)``.
@@ -79,7 +131,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
         let (target, overflow) = nanoseconds.load(ordering: .acquiring).addingReportingOverflow(
             duration.clampedNanoseconds)
         let end = overflow ? Int.max : target
-        while let next = takeNext(dueBy: end) {
+        while let next = scheduled.withLock({ $0.popFirst(dueBy: end) }) {
             nanoseconds.store(next.due, ordering: .releasing)
             next.body()
         }
@@ -87,23 +139,6 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
     }
 
     private func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) {
-        let sequence = nextSequence.add(1, ordering: .relaxed).oldValue
-        scheduled.push(Scheduled(due: due, sequence: sequence, body: body))
-    }
-
-    /// Takes the earliest body due by `end`, putting the others back.
-    private func takeNext(dueBy end: Int) -> Scheduled? {
-        var all = scheduled.takeAll()
-        guard let index = all.indices.min(by: { all[$0].precedes(all[$1]) }), all[index].due <= end else {
-            for item in all {
-                scheduled.push(item)
-            }
-            return nil
-        }
-        let next = all.remove(at: index)
-        for item in all {
-            scheduled.push(item)
-        }
-        return next
+        scheduled.withLock { $0.insert(due: due, body) }
     }
 }

@@ -101,4 +101,22 @@ import Testing
         }
         #expect(live.value == 0)
     }
+
+    /// A hundred thousand bodies, taken one at a time while more arrive, run exactly in
+    /// submission order (each taken in O(1): a quadratic take would need minutes here).
+    @Test func aHundredThousandBodiesRunInSubmissionOrder() {
+        let executor = ManualExecutor()
+        let order = OrderRecorder(count: 100_000)
+        for index in 0..<50_000 {
+            executor.submit { order.record(index) }
+        }
+        for _ in 0..<25_000 {
+            executor.runOne()
+        }
+        for index in 50_000..<100_000 {
+            executor.submit { order.record(index) }
+        }
+        #expect(executor.runUntilIdle() == 75_000)
+        #expect(order.order == Array(0..<100_000))
+    }
 }

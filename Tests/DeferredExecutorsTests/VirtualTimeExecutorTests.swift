@@ -134,4 +134,20 @@ import Testing
             clock.advance(by: .zero)
         }
     }
+
+    /// A hundred thousand bodies at scattered due times run by due time, then submission
+    /// (each scheduled and taken in O(log n): a quadratic take would need minutes here).
+    @Test func aHundredThousandBodiesRunByDueTimeThenSubmission() {
+        let clock = VirtualTimeExecutor()
+        let count = 100_000
+        let dues = (0..<count).map { ($0 * 7_919) % 1_000 }
+        let order = OrderRecorder(count: count)
+        for index in 0..<count {
+            clock.submit(after: .nanoseconds(dues[index])) { order.record(index) }
+        }
+        clock.advance(by: .microseconds(1))
+        let expected = (0..<count).sorted { (dues[$0], $0) < (dues[$1], $1) }
+        #expect(order.order == expected)
+        #expect(!clock.hasPendingWork)
+    }
 }
