@@ -26,8 +26,17 @@ let package = Package(
             dependencies: ["Deferred", "DeferredExecutors"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "TestSupport", dependencies: ["Deferred"], path: "Tests/Support", swiftSettings: swiftSettings),
-        .testTarget(name: "DeferredTests", dependencies: ["Deferred", "TestSupport"], swiftSettings: swiftSettings),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Deferred", "DeferredExecutors"],
+            path: "Tests/Support",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DeferredTests",
+            dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DeferredExecutorsTests",
             dependencies: ["DeferredExecutors", "TestSupport"],

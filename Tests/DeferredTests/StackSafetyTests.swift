@@ -4,7 +4,8 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Guarantee 4: stack safety.
+/// Guarantee 4: stack safety, for the shapes that are not a chain of one kind (those are in
+/// ``CombinatorGuaranteeTests``).
 ///
 /// Chains and fan-outs of any depth fill, and are released, without overflowing the stack.
 /// A recursive implementation crashes at these depths. The depth is 1,000,000 unless
@@ -12,32 +13,6 @@ import Testing
 /// test runs on a thread with an 8 MiB stack (see ``onDeepStack(_:_:)``) and prints its time.
 @Suite struct StackSafetyTests {
     static let depth = Stress.depth
-
-    @Test func aMillionMapsOnTheImmediateExecutorFill() async {
-        let tail = await onDeepStack("map chain, filled") {
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = tail.map(upon: .immediate) { $0 + 1 }
-            }
-            root.fill(with: 0)
-            return tail.peek()
-        }
-        #expect(tail == Self.depth)
-    }
-
-    @Test func aMillionAndThensOnTheImmediateExecutorFill() async {
-        let tail = await onDeepStack("andThen chain, filled") {
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = tail.andThen(upon: .immediate) { Future(value: $0 + 1) }
-            }
-            root.fill(with: 0)
-            return tail.peek()
-        }
-        #expect(tail == Self.depth)
-    }
 
     @Test func aChainOfAndThensOverFuturesFilledLaterFills() async {
         let (tail, expected) = await onDeepStack("andThen chain over futures filled later") {
@@ -72,34 +47,6 @@ import Testing
         #expect(ran == Self.depth)
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionMapsReleasesIt() async {
-        let live = LiveCount()
-        await onDeepStack("map chain, dropped") {
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = tail.map(upon: .immediate) { $0 + 1 }
-            }
-            let tracked = LifetimeTracked(live)
-            tail.upon(.immediate) { _ in _ = tracked }
-        }
-        #expect(live.value == 0, "the handler at the end of the chain was released")
-    }
-
-    @Test func droppingAnUnfilledChainOfAMillionAndThensReleasesIt() async {
-        let live = LiveCount()
-        await onDeepStack("andThen chain, dropped") {
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = tail.andThen(upon: .immediate) { Future(value: $0) }
-            }
-            let tracked = LifetimeTracked(live)
-            tail.upon(.immediate) { _ in _ = tracked }
-        }
-        #expect(live.value == 0)
-    }
-
     @Test func droppingAnUnfilledFutureWithAMillionHandlersReleasesThem() async {
         let live = LiveCount()
         await onDeepStack("handler fan-out, dropped") {
@@ -108,32 +55,6 @@ import Testing
             for _ in 0..<Self.depth {
                 deferred.upon(.immediate) { _ in _ = tracked }
             }
-        }
-        #expect(live.value == 0)
-    }
-
-    @Test func aChainOfAMillionAllFilledJoinsFills() async {
-        let tail = await onDeepStack("allFilled chain, filled") {
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = [tail, Future(value: 1)].allFilled().every { $0[0] + $0[1] }.eraseToFuture()
-            }
-            root.fill(with: 0)
-            return tail.peek()
-        }
-        #expect(tail == Self.depth)
-    }
-
-    @Test func droppingAnUnfilledChainOfAMillionAllFilledJoinsReleasesIt() async {
-        let live = LiveCount()
-        await onDeepStack("allFilled chain, dropped") {
-            var tail = Future(Deferred<Int>())
-            for _ in 0..<Self.depth {
-                tail = [tail].allFilled().map(upon: .immediate) { $0[0] }
-            }
-            let tracked = LifetimeTracked(live)
-            tail.upon(.immediate) { _ in _ = tracked }
         }
         #expect(live.value == 0)
     }

@@ -67,11 +67,7 @@ extension Attempt {
     ) -> Attempt {
         let node = AttemptNode<Success, Failure>(cancellation: nil)
         executor.submit {
-            var queue = DrainQueue()
-            if node.mayStartStep(in: &queue) {
-                node.decide(Result(catching: work), cancelled: false, in: &queue)
-            }
-            queue.drain()
+            node.runStep { Result(catching: work) }
         }
         return Attempt(node: node)
     }
@@ -88,12 +84,7 @@ extension Attempt {
     /// - Parameter future: The future whose value the attempt succeeds with.
     public init(_ future: some FutureProtocol<Success>) {
         let node = AttemptNode<Success, Failure>(cancellation: nil)
-        var queue = DrainQueue()
-        future.addLink(node, in: &queue) { node, value, queue in
-            unsafeDowncast(node, to: AttemptNode<Success, Failure>.self).decide(
-                .success(value), cancelled: false, in: &queue)
-        }
-        queue.drain()
+        future.link(node, AttemptNode<Success, Failure>.succeedLinked)
         self.init(node: node)
     }
 
@@ -110,11 +101,7 @@ extension Attempt {
     /// - Parameter future: The future of the result.
     public init(_ future: some FutureProtocol<Result<Success, Failure>>) {
         let node = AttemptNode<Success, Failure>(cancellation: nil)
-        var queue = DrainQueue()
-        future.addLink(node, in: &queue) { node, result, queue in
-            unsafeDowncast(node, to: AttemptNode<Success, Failure>.self).decide(result, cancelled: false, in: &queue)
-        }
-        queue.drain()
+        future.link(node, AttemptNode<Success, Failure>.decideLinked)
         self.init(node: node)
     }
 }

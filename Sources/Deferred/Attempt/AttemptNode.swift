@@ -272,21 +272,4 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         settleIfAbandoned()
         return peek()
     }
-
-    /// Adds `handler` through `queue`, with this attempt as the source its step sees.
-    @inlinable
-    internal final func link(
-        _ node: ChainNode,
-        in queue: inout DrainQueue,
-        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
-    ) {
-        add(.sourcedLink(node, step), in: &queue)
-    }
-
-    /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
-    /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
-    @inlinable
-    internal static func source(_ node: ChainNode) -> AttemptNode {
-        unsafeDowncast(node, to: AttemptNode.self)
-    }
 }

@@ -1,5 +1,3 @@
-import Synchronization
-
 extension Sequence where Element: FutureProtocol {
     /// Returns the values of these futures as an asynchronous sequence, in the order they are
     /// filled, ending after the last.
@@ -21,12 +19,9 @@ extension Sequence where Element: FutureProtocol {
             continuation.finish()
             return stream
         }
-        let remaining = Countdown(futures.count) { continuation.finish() }
-        for future in futures {
-            future.upon(ImmediateExecutor.shared) { value in
-                continuation.yield(value)
-                remaining.arrive()
-            }
+        let join = FillOrderJoin(count: futures.count, continuation: continuation)
+        for (index, future) in futures.enumerated() {
+            join.link(future, at: index)
         }
         return stream
     }

@@ -113,27 +113,4 @@ extension FutureProtocol {
             nil
         }
     }
-
-    /// Adds a combinator's link step, taking the lock-free path when this future is backed by
-    /// the library's storage or is a view of such a future, and an `upon` callback otherwise.
-    @inlinable
-    internal func addLink(
-        _ node: ChainNode,
-        in queue: inout DrainQueue,
-        _ step: @escaping @Sendable (ChainNode, Value, inout DrainQueue) -> Void
-    ) {
-        if let future = self as? Future<Value> {
-            future.source.addLink(node, in: &queue, step)
-        } else if let deferred = self as? Deferred<Value> {
-            deferred.source.addLink(node, in: &queue, step)
-        } else if let view = self as? any FutureView {
-            view.addLinkThroughView(node, in: &queue, step)
-        } else {
-            upon(ImmediateExecutor.shared) { value in
-                var queue = DrainQueue()
-                step(node, value, &queue)
-                queue.drain()
-            }
-        }
-    }
 }

@@ -85,3 +85,18 @@ extension LazyMapFuture: ErasableLazyView {
         return .erased(AnyFutureBox(LazyMapFuture<Base, Next>(base: base, transform: transform.appending(next))))
     }
 }
+
+extension Attempt: FutureView {
+    /// An attempt read as a future of its result: the link is added to its node like a
+    /// handler of ``Attempt/upon(_:execute:)``, which it counts as.
+    @usableFromInline
+    internal func addLinkThroughView<Linked>(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
+    ) {
+        self.node.pin()
+        self.node.settleIfAbandoned()
+        self.node.add(.link(node) { node, result, queue in step(node, result as! Linked, &queue) }, in: &queue)
+    }
+}

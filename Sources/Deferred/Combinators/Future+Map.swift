@@ -22,9 +22,7 @@ extension FutureProtocol {
             return Future(value: transform(value))
         }
         let mapped = MapStorage(executor: executor.runsInPlace ? nil : executor, transform: transform)
-        var queue = DrainQueue()
-        addLink(mapped, in: &queue, MapStorage<Value, NewValue>.receive)
-        queue.drain()
+        link(mapped, MapStorage<Value, NewValue>.receive)
         return Future(storage: mapped)
     }
 }

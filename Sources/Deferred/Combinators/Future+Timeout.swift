@@ -7,8 +7,9 @@ extension FutureProtocol {
     /// ```
     ///
     /// A value that arrives after the limit is dropped. The result holds no reference to this
-    /// future, and this future's handler holds only the result's storage, so nothing outlives
-    /// whichever of the two comes last: this future's fill (or release) and the limit.
+    /// future, this future's handler holds only the result's storage, and the pending limit
+    /// holds it only weakly, so dropping the result while both are pending releases it and its
+    /// handlers at once; only `substitute` waits for the limit.
     ///
     /// - Parameters:
     ///   - limit: How long to wait for the value.
@@ -24,11 +25,11 @@ extension FutureProtocol {
             return Future(value: value)
         }
         let result = Storage<Value>()
-        var queue = DrainQueue()
-        addLink(result, in: &queue, Storage<Value>.forward)
-        queue.drain()
-        executor.submit(after: limit) {
-            _ = result.fill(substitute)
+        link(result, Storage<Value>.forward)
+        // Weak: once nothing else needs the result (its future was dropped and this future was
+        // filled or released), the pending timer need not keep it and its handlers alive.
+        executor.submit(after: limit) { [weak result] in
+            _ = result?.fill(substitute)
         }
         return Future(storage: result)
     }

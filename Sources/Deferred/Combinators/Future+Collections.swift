@@ -18,16 +18,12 @@ extension Collection where Element: FutureProtocol {
         guard count > 0 else {
             return Future(value: [])
         }
-        let join = AllFilledJoin<Element.Value>(count: count)
-        var queue = DrainQueue()
+        let join = CollectingJoin<Element.Value, [Element.Value]>(count: count) { $0 }
         var index = 0
         for future in self {
-            future.addLink(join, in: &queue) { [index] node, value, queue in
-                unsafeDowncast(node, to: AllFilledJoin<Element.Value>.self).arrive(at: index, with: value, in: &queue)
-            }
+            join.link(future, at: index)
             index += 1
         }
-        queue.drain()
         return Future(storage: join.result)
     }
 }
@@ -45,16 +41,14 @@ extension Sequence where Element: FutureProtocol {
     @inlinable
     public func firstFilled() -> Future<Element.Value> {
         let first = Storage<Element.Value>()
-        var queue = DrainQueue()
         var isEmpty = true
         for future in self {
             isEmpty = false
-            future.addLink(first, in: &queue, Storage<Element.Value>.forward)
+            future.link(first, Storage<Element.Value>.forward)
             if first.isFilled {
                 break
             }
         }
-        queue.drain()
         return isEmpty ? .never : Future(storage: first)
     }
 }

@@ -1,19 +1,24 @@
-import Deferred
-import Dispatch
-import TestSupport
-import Testing
+public import Deferred
+public import Dispatch
+public import Testing
 
 /// Every kind of derived attempt, as one stage of a chain that keeps `Attempt<Int, TestError>`.
-enum AttemptKind: String, CaseIterable, CustomTestStringConvertible {
+///
+/// The attempt guarantee suites (AttemptGuaranteeTests, AttemptStackSafetyTests,
+/// AttemptDemandTests) run over every case; a new attempt combinator joins this list.
+public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case map, mapError, andThen, recover, fallback, retry, timeout, delay, allSucceeded, firstSucceeded
 
-    var testDescription: String { rawValue }
+    /// The case name, as the test log shows it.
+    public var testDescription: String { rawValue }
 
     /// Adds one stage of this kind after `attempt`.
     ///
     /// Where the stage's step runs for a success, it adds one; where it runs for a failure, it adds
     /// one to the failure's code.
-    func stage(after attempt: Attempt<Int, TestError>, delayingOn queue: DispatchQueue) -> Attempt<Int, TestError> {
+    public func stage(after attempt: Attempt<Int, TestError>, delayingOn queue: DispatchQueue) -> Attempt<
+        Int, TestError
+    > {
         switch self {
         case .map:
             attempt.map(upon: .immediate) { $0 + 1 }
@@ -41,7 +46,7 @@ enum AttemptKind: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// The tail's result once the root succeeded with 0.
-    func succeeded(depth: Int) -> Result<Int, TestError> {
+    public func succeeded(depth: Int) -> Result<Int, TestError> {
         switch self {
         case .map, .andThen, .allSucceeded: .success(depth)
         default: .success(0)
@@ -49,7 +54,7 @@ enum AttemptKind: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// The tail's result once the root failed with `.failed(0)`.
-    func failed(depth: Int) -> Result<Int, TestError> {
+    public func failed(depth: Int) -> Result<Int, TestError> {
         switch self {
         case .mapError, .recover, .fallback: .failure(.failed(depth))
         default: .failure(.failed(0))
@@ -59,7 +64,7 @@ enum AttemptKind: String, CaseIterable, CustomTestStringConvertible {
 
 extension TestError {
     /// This failure with its code one higher.
-    var next: TestError {
+    public var next: TestError {
         if case .failed(let code) = self { .failed(code + 1) } else { self }
     }
 }

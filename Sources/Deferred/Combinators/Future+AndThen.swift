@@ -27,9 +27,7 @@ extension FutureProtocol {
             return Future(start(value))
         }
         let next = AndThenStorage(executor: executor.runsInPlace ? nil : executor, start: start)
-        var queue = DrainQueue()
-        addLink(next, in: &queue, AndThenStorage<Value, NextFuture>.receive)
-        queue.drain()
+        link(next, AndThenStorage<Value, NextFuture>.receive)
         return Future(storage: next)
     }
 }

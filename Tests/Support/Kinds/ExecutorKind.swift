@@ -1,0 +1,109 @@
+public import Deferred
+import DeferredExecutors
+import Dispatch
+import Foundation
+public import Testing
+
+/// Every kind of executor the library ships or supports, for the guarantee suites that run
+/// over all of them.
+///
+/// A new executor joins this list in the change that adds it.
+public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case immediate, serialQueue, concurrentQueue, mainActor, operationQueue, thread, manual, virtualTime
+    case invalidating, userWritten
+
+    /// The case name, as the test log shows it.
+    public var testDescription: String { rawValue }
+
+    /// A ready executor of this kind: a fresh one where making one is cheap, a shared one where
+    /// it owns a thread.
+    public func make() -> ExecutorUnderTest {
+        switch self {
+        case .immediate:
+            let clock = VirtualTimeExecutor()
+            return ExecutorUnderTest(ImmediateExecutor(), scheduling: clock, pump: { clock.advance(by: .zero) })
+        case .serialQueue:
+            let queue = DispatchQueue(label: "guarantees.serial")
+            return ExecutorUnderTest(queue, scheduling: queue)
+        case .concurrentQueue:
+            let queue = DispatchQueue(label: "guarantees.concurrent", attributes: .concurrent)
+            return ExecutorUnderTest(queue, scheduling: queue)
+        case .mainActor:
+            return ExecutorUnderTest(MainActorExecutor.shared, scheduling: DispatchQueue.main)
+        case .operationQueue:
+            return ExecutorUnderTest(Self.sharedOperationQueue, scheduling: DispatchQueue.global())
+        case .thread:
+            return ExecutorUnderTest(Self.sharedThread, scheduling: Self.sharedThread)
+        case .manual:
+            let manual = ManualExecutor()
+            let clock = VirtualTimeExecutor()
+            return ExecutorUnderTest(manual, scheduling: clock) {
+                _ = manual.runUntilIdle()
+                clock.advance(by: .zero)
+            }
+        case .virtualTime:
+            let clock = VirtualTimeExecutor()
+            return ExecutorUnderTest(clock, scheduling: clock, pump: { clock.advance(by: .zero) })
+        case .invalidating:
+            let queue = DispatchQueue(label: "guarantees.invalidating")
+            let token = InvalidationToken()
+            return ExecutorUnderTest(token.validating(queue), scheduling: token.validating(queue))
+        case .userWritten:
+            return ExecutorUnderTest(CountingExecutor(), scheduling: DispatchQueue.global())
+        }
+    }
+
+    /// One operation queue for every test: each would otherwise leave threads behind.
+    private static let sharedOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        return queue
+    }()
+
+    /// One thread for every test, never shut down.
+    private static let sharedThread = ThreadExecutor(name: "guarantees.thread")
+}
+
+/// An executor under test, with the scheduling executor that `delay` and `timeout` use beside
+/// it (itself when it can schedule), and how to make its pending work run.
+public struct ExecutorUnderTest: Sendable {
+    /// Where the combinators' steps and the handlers run.
+    public let executor: any Executor
+
+    /// Where delays and time limits are measured.
+    public let scheduling: any SchedulingExecutor
+
+    /// Runs what is pending on executors that run only when told to (a manual or virtual-time
+    /// executor); `nil` for those that run on their own.
+    private let pump: (@Sendable () -> Void)?
+
+    init(_ executor: any Executor, scheduling: any SchedulingExecutor, pump: (@Sendable () -> Void)? = nil) {
+        self.executor = executor
+        self.scheduling = scheduling
+        self.pump = pump
+    }
+
+    /// Lets pending work run until `done` holds, for at most `limit`; returns whether it holds.
+    @discardableResult
+    public func settle(within limit: Duration = .seconds(120), until done: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while !done() {
+            guard ContinuousClock.now < deadline else {
+                return false
+            }
+            if let pump {
+                pump()
+                if done() {
+                    return true
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.000_2)
+        }
+        return true
+    }
+
+    /// Lets pending work run for a while, so that anything that would run twice or late does.
+    public func idle() {
+        _ = settle(within: .milliseconds(20)) { false }
+    }
+}

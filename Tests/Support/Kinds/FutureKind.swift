@@ -1,0 +1,106 @@
+public import Deferred
+public import Testing
+
+/// Every way the library derives a future from another, as one stage of a chain of
+/// `Future<Int>`.
+///
+/// The guarantee suites run over every case, so a combinator missing here stands out. A new
+/// combinator joins this list in the change that adds it.
+///
+/// The attempt combinators have their own list, ``AttemptKind``, because an attempt chain is
+/// also cancelled; ``attempt`` is an attempt used as a stage of a future chain.
+///
+/// Each stage's closures that run once capture `probe`, so a test sees whether they ran
+/// exactly once and were released; lazy views (`every`) keep their closure by design and
+/// capture nothing.
+public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case map, andThen, every, ignored, and, allFilled, firstFilled, delay, timeout
+    case async, closure, userWritten, attempt
+
+    /// The case name, as the test log shows it.
+    public var testDescription: String { rawValue }
+
+    /// Adds one stage of this kind after `future`.
+    ///
+    /// - Parameters:
+    ///   - future: The stage before.
+    ///   - executor: Where the stage's step runs, and what measures its delay or limit.
+    ///   - probe: What the stage's run-once closures capture and count.
+    /// - Returns: The new stage, a future whose value is ``tail(depth:)`` of the chain so far.
+    public func stage(after future: Future<Int>, on executor: ExecutorUnderTest, probe: StageProbe) -> Future<Int> {
+        let on = executor.executor
+        switch self {
+        case .map:
+            return future.map(upon: on) { [probe] in probe.ran($0 + 1) }
+        case .andThen:
+            return future.andThen(upon: on) { [probe] in Future(value: probe.ran($0 + 1)) }
+        case .every:
+            return future.every { $0 + 1 }.eraseToFuture()
+        case .ignored:
+            return future.ignored().map(upon: on) { [probe] in probe.ran(1) }
+        case .and:
+            return future.and(Future(value: 1)).every { $0 + $1 }.eraseToFuture()
+        case .allFilled:
+            return [future, Future(value: 1)].allFilled().every { $0[0] + $0[1] }.eraseToFuture()
+        case .firstFilled:
+            return [future, .never].firstFilled()
+        case .delay:
+            return future.delay(by: .zero, on: executor.scheduling)
+        case .timeout:
+            return future.timeout(after: .seconds(3_600), on: executor.scheduling, substituting: -1)
+        case .async:
+            return future.andThen(upon: .immediate) { value in
+                Future.async(upon: on) { [probe] in probe.ran(value + 1) }
+            }
+        case .closure:
+            return future.andThen(upon: .immediate) { value in
+                Future { [probe] in probe.ran(value + 1) }
+            }
+        case .userWritten:
+            return future.andThen(upon: on) { [probe] value in
+                CountingFuture(base: Deferred(filledWith: probe.ran(value + 1)))
+            }
+        case .attempt:
+            return Attempt<Int, Never>(future).map(upon: on) { [probe] in probe.ran($0 + 1) }
+                .every { $0.get() }.eraseToFuture()
+        }
+    }
+
+    /// The tail's value once the root of a chain of `depth` stages is filled with 0.
+    public func tail(depth: Int) -> Int {
+        switch self {
+        case .map, .andThen, .every, .and, .allFilled, .async, .closure, .userWritten, .attempt: depth
+        case .ignored: depth > 0 ? 1 : 0
+        case .firstFilled, .delay, .timeout: 0
+        }
+    }
+
+    /// How many run-once closures a chain of `depth` stages runs once its root is filled.
+    public func steps(depth: Int) -> Int {
+        switch self {
+        case .map, .andThen, .ignored, .async, .closure, .userWritten, .attempt: depth
+        case .every, .and, .allFilled, .firstFilled, .delay, .timeout: 0
+        }
+    }
+}
+
+/// What the stages of one chain capture: counts the closures that ran and holds a tracked
+/// object, so the object stays alive exactly as long as some stage's closure does.
+public final class StageProbe: Sendable {
+    /// Counts the closures that ran.
+    public let runs = Counter()
+
+    /// Alive while any closure that captured this probe is.
+    private let tracked: LifetimeTracked
+
+    /// Creates a probe counted by `live`.
+    public init(_ live: LiveCount) {
+        tracked = LifetimeTracked(live)
+    }
+
+    /// Counts a run, and returns `value`.
+    public func ran(_ value: Int) -> Int {
+        runs.increment()
+        return value
+    }
+}
