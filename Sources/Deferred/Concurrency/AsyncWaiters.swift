@@ -42,7 +42,7 @@ internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendab
     /// The link step that the storage's handler runs when the value arrives.
     @usableFromInline
     internal static func resumeAll(_ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: AsyncWaiters.self).resumeAll(with: value)
+        AsyncWaiters.linked(node).resumeAll(with: value)
     }
 
     /// How many waiters the stack holds, cancelled ones included, until the value arrives.

@@ -22,7 +22,7 @@ internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: Sto
     /// The link step that the source's handler runs.
     @inlinable
     internal static func receive(_ node: ChainNode, _ input: Input, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: AndThenStorage.self).receive(input, in: &queue)
+        AndThenStorage.linked(node).receive(input, in: &queue)
     }
 
     @inlinable
@@ -53,6 +53,6 @@ extension DeferredStorage {
     /// The link step that fills the storage `node` with `value`, unless it is filled already.
     @inlinable
     internal static func forward(_ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
-        _ = unsafeDowncast(node, to: DeferredStorage.self).resolve(value, in: &queue)
+        _ = DeferredStorage.linked(node).resolve(value, in: &queue)
     }
 }

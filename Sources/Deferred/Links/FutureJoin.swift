@@ -44,7 +44,7 @@ internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
     @inlinable
     internal final func link<Input: FutureProtocol>(_ input: Input, at index: Int) where Input.Value == Element {
         input.link(self) { node, value, queue in
-            unsafeDowncast(node, to: FutureJoin.self).arrive(at: index, with: value, in: &queue)
+            FutureJoin.linked(node).arrive(at: index, with: value, in: &queue)
         }
     }
 
@@ -54,7 +54,7 @@ internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
         _ input: Input, at index: Int, box: @escaping @Sendable (Input.Value) -> Element
     ) {
         input.link(self) { node, value, queue in
-            unsafeDowncast(node, to: FutureJoin.self).arrive(at: index, with: box(value), in: &queue)
+            FutureJoin.linked(node).arrive(at: index, with: box(value), in: &queue)
         }
     }
 }

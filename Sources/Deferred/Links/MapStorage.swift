@@ -34,7 +34,7 @@ internal final class MapStorage<Input: Sendable, Value: Sendable>: Storage<Value
     /// The link step that the source's handler runs.
     @inlinable
     internal static func receive(_ node: ChainNode, _ input: Input, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: MapStorage.self).receive(input, in: &queue)
+        MapStorage.linked(node).receive(input, in: &queue)
     }
 
     @inlinable

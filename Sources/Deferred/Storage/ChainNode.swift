@@ -18,6 +18,20 @@ internal class ChainNode: @unchecked Sendable {
     /// Called only on a node that nobody else references any more.
     @usableFromInline
     internal func detachDownstream(to nodes: inout ReleaseStack) {}
+
+    /// `node`, a node that a handler or a drain queue handed back, as the type it was linked
+    /// as: the one place the library narrows a node's type without checking it.
+    ///
+    /// The invariant that makes it sound: a ``Handler`` link passes its step exactly the node
+    /// it was made with, and a ``ParkedHandlers`` entry exactly the storage it parked; each
+    /// step or entry is made beside that node, by code that names the node's type, and the
+    /// source of a `sourcedLink` is the attempt node that runs it. Debug builds check it.
+    @inlinable
+    @inline(__always)
+    internal static func linked(_ node: ChainNode) -> Self {
+        assert(node is Self, "a link step received a node of another type")
+        return unsafeDowncast(node, to: Self.self)
+    }
 }
 
 /// Nodes to release with a loop rather than recursion.

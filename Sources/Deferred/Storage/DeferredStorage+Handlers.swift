@@ -43,7 +43,7 @@ extension DeferredStorage {
                 let before = StorageState(
                     rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
                 )
-                if before.isFilled, let handler = firstHandler.take() {
+                if before.firstHandlerRunner == .registrant, let handler = firstHandler.take() {
                     handler.run(with: value.unwrapped, from: self, in: &queue)
                 }
                 return
@@ -60,11 +60,11 @@ extension DeferredStorage {
         let node = HandlerNode(handler)
         let bits = HandlerNode.retainedBits(of: node)
         var observed = observed
-        while !observed.isFilled {
+        while case .push(let pushed) = observed.overflowPush(bits) {
             node.next = observed.overflowHead
             let (exchanged, original) = state.compareExchange(
                 expected: observed.rawValue,
-                desired: observed.pushing(bits).rawValue,
+                desired: pushed.rawValue,
                 successOrdering: .releasing,
                 failureOrdering: .acquiring
             )

@@ -75,7 +75,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: waiters)!).release()
         }
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
-        if !current.isFilled && current.hasPendingHandlers {
+        if current.needsDetach {
             var downstream = ReleaseStack()
             detachHandlers(current, to: &downstream)
             downstream.releaseAll()
@@ -168,7 +168,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         let before = StorageState(
             rawValue: state.bitwiseOr(StorageState.fillClaimedBit, ordering: .relaxed).oldValue
         )
-        return !before.isFillClaimed
+        return before.winsFillClaim
     }
 
     /// Writes the value of a fill that ``claimFill()`` won, makes it visible, and runs the
@@ -191,13 +191,14 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     @inlinable
     internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
         let value = self.value.unwrapped
-        if taken.isFirstReady, let first = firstHandler.take() {
+        let owed = taken.publication
+        if owed.runsFirst, let first = firstHandler.take() {
             first.run(with: value, from: self, in: &queue)
         }
-        guard taken.overflowHead != 0 else {
+        guard owed.overflowHead != 0 else {
             return
         }
-        var bits = HandlerNode<Value>.reversed(taken.overflowHead)
+        var bits = HandlerNode<Value>.reversed(owed.overflowHead)
         while bits != 0 {
             let node = HandlerNode<Value>.takeRetained(bits)
             bits = node.next
@@ -208,7 +209,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// Runs the handlers of the parked storage `node`; see ``DrainQueue``.
     @inlinable
     internal static func runParked(_ node: ChainNode, _ taken: StorageState, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: DeferredStorage.self).runHandlers(taken, in: &queue)
+        DeferredStorage.linked(node).runHandlers(taken, in: &queue)
     }
 
     /// Waits for the fill that beat this caller to make its value visible.
@@ -225,7 +226,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
-        if !current.isFilled && current.hasPendingHandlers {
+        if current.needsDetach {
             detachHandlers(current, to: &nodes)
         }
     }
@@ -246,7 +247,6 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
                 nodes.push(linked)
             }
         }
-        let flags = StorageState.fillClaimedBit | StorageState.filledBit | StorageState.firstClaimedBit
-        state.store(current.rawValue & flags, ordering: .relaxed)
+        state.store(current.detached.rawValue, ordering: .relaxed)
     }
 }

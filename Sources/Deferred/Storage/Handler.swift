@@ -29,7 +29,7 @@ internal enum Handler<Value: Sendable> {
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
         if E.self == ImmediateExecutor.self {
-            self = .immediate(unsafeDowncast(executor, to: ImmediateExecutor.self), body)
+            self = .immediate(ImmediateExecutor.shared, body)
         } else {
             self = .callback(executor, body)
         }

@@ -72,6 +72,48 @@ internal struct StorageState: Equatable, Sendable {
         return StorageState(rawValue: (rawValue & Self.flagBits) | node)
     }
 
+    // MARK: Transitions
+    //
+    // Each party of the protocol does one atomic operation at a time and decides what to do
+    // next from the word that operation returned. These functions are those decisions.
+
+    /// Whether a fill whose claiming OR returned this word won the right to write the value.
+    @inlinable
+    internal var winsFillClaim: Bool { !isFillClaimed }
+
+    /// What a fill owes once its publishing exchange took this word: the inline handler if it
+    /// was ready, and the overflow nodes pushed so far.
+    @inlinable
+    internal var publication: Publication {
+        Publication(runsFirst: isFirstReady, overflowHead: overflowHead)
+    }
+
+    /// Who runs the inline handler, once its registrant's OR of *first ready* returned this
+    /// word: the registrant if the value was published by then (the fill did not see the
+    /// handler), the fill otherwise.
+    @inlinable
+    internal var firstHandlerRunner: FirstHandlerRunner { isFilled ? .registrant : .fill }
+
+    /// What a registrant that observed this word does with an overflow node (`node`, the
+    /// address bits of a 16-byte aligned object): push it by moving to the returned state, or
+    /// run its handler now because the value is published.
+    @inlinable
+    internal func overflowPush(_ node: UInt) -> OverflowPush {
+        isFilled ? .runNow : .push(pushing(node))
+    }
+
+    /// Whether the last owner of a storage in this state has handlers to drop: it was never
+    /// filled and handlers were stored.
+    @inlinable
+    internal var needsDetach: Bool { !isFilled && hasPendingHandlers }
+
+    /// The word the last owner leaves once it has dropped the handlers: the flags of the fill
+    /// and of the inline slot's claim, no handler.
+    @inlinable
+    internal var detached: StorageState {
+        StorageState(rawValue: rawValue & (Self.fillClaimedBit | Self.filledBit | Self.firstClaimedBit))
+    }
+
     /// What a registrant that observed this state does with its handler.
     @inlinable
     internal var registration: Registration {
@@ -90,5 +132,44 @@ internal struct StorageState: Equatable, Sendable {
         case claimFirst(StorageState)
         /// The inline slot is taken: push a node onto the overflow stack.
         case pushOverflow
+    }
+
+    /// What a fill owes the handlers stored before it published.
+    @frozen
+    @usableFromInline
+    internal struct Publication: Equatable {
+        /// Whether the inline handler is the fill's to run.
+        @usableFromInline
+        internal let runsFirst: Bool
+
+        /// The address bits of the newest overflow node, or zero if there is none.
+        @usableFromInline
+        internal let overflowHead: UInt
+
+        @inlinable
+        internal init(runsFirst: Bool, overflowHead: UInt) {
+            self.runsFirst = runsFirst
+            self.overflowHead = overflowHead
+        }
+    }
+
+    /// Who runs the inline handler.
+    @frozen
+    @usableFromInline
+    internal enum FirstHandlerRunner: Equatable {
+        /// The fill took it with the word; the registrant leaves it.
+        case fill
+        /// The value was published before the handler was ready: the registrant runs it.
+        case registrant
+    }
+
+    /// The next step for an overflow node that is being pushed.
+    @frozen
+    @usableFromInline
+    internal enum OverflowPush: Equatable {
+        /// Try to move to the given state, which has the node on top.
+        case push(StorageState)
+        /// The value is visible: run the handler now and free the node.
+        case runNow
     }
 }

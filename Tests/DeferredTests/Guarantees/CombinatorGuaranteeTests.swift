@@ -43,12 +43,14 @@ import Testing
         await onDeepStack("\(kind) chain, dropped") {
             let executor = ExecutorKind.immediate.make()
             let probe = StageProbe(live)
-            var tail = Future(Deferred<Int>())
+            let root = Deferred<Int>()  // Held to the end, so the whole chain is released at once.
+            var tail = Future(root)
             for _ in 0..<Self.depth {
                 tail = kind.stage(after: tail, on: executor, probe: probe)
             }
             let tracked = LifetimeTracked(live)
             tail.upon(executor.executor) { _ in _ = tracked }
+            withExtendedLifetime(root) {}
         }
         #expect(live.value == 0)
     }
@@ -103,12 +105,14 @@ import Testing
         do {
             let executor = executorKind.make()
             let probe = StageProbe(live)
-            var tail = Future(Deferred<Int>())
+            let root = Deferred<Int>()  // Held to the end, so the whole chain is released at once.
+            var tail = Future(root)
             for _ in 0..<Self.shallow {
                 tail = kind.stage(after: tail, on: executor, probe: probe)
             }
             let tracked = LifetimeTracked(live)
             tail.upon(executor.executor) { _ in _ = tracked }
+            withExtendedLifetime(root) {}
         }
         let released = ExecutorKind.serialQueue.make().settle(within: .seconds(30)) { live.value == 0 }
         #expect(released)

@@ -17,14 +17,14 @@ extension AttemptNode {
     /// The link step that decides the attempt `node` with a future's value as its success.
     @inlinable
     internal static func succeedLinked(_ node: ChainNode, _ value: Success, _ queue: inout DrainQueue) {
-        unsafeDowncast(node, to: AttemptNode.self).decide(.success(value), cancelled: false, in: &queue)
+        AttemptNode.linked(node).decide(.success(value), cancelled: false, in: &queue)
     }
 
     /// The link step that decides the attempt `node` with a future's result.
     @inlinable
     internal static func decideLinked(_ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue)
     {
-        unsafeDowncast(node, to: AttemptNode.self).decide(result, cancelled: false, in: &queue)
+        AttemptNode.linked(node).decide(result, cancelled: false, in: &queue)
     }
 
     /// Adds `handler` through `queue`, with this attempt as the source its step sees.
@@ -41,6 +41,6 @@ extension AttemptNode {
     /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
     @inlinable
     internal static func source(_ node: ChainNode) -> AttemptNode {
-        unsafeDowncast(node, to: AttemptNode.self)
+        AttemptNode.linked(node)
     }
 }

@@ -21,7 +21,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
     internal static func receive(
         _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
     ) {
-        let node = unsafeDowncast(node, to: DelayAttemptNode.self)
+        let node = DelayAttemptNode.linked(node)
         let (passed, cancelled) = node.passedOn(
             result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
         guard !cancelled else {

@@ -32,7 +32,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     internal static func receive(
         _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
     ) {
-        let node = unsafeDowncast(node, to: FollowingAttemptNode.self)
+        let node = FollowingAttemptNode.linked(node)
         if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
             node.decideCancelled(from: input, in: &queue)
         {
@@ -131,7 +131,7 @@ extension AttemptNode {
     internal static func forward(
         _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
     ) {
-        unsafeDowncast(node, to: AttemptNode.self).decide(
+        AttemptNode.linked(node).decide(
             passing: result, sourceCancelled: AttemptNode.source(source).isCancelledFlag, in: &queue)
     }
 

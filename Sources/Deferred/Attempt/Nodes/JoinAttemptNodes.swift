@@ -63,7 +63,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     @usableFromInline
     internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
         input.node.link(self, in: &queue) { source, node, result, queue in
-            unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
+            JoinAttemptNode.linked(node).arrive(
                 at: index, with: result, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
                 in: &queue)
         }
@@ -80,7 +80,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         var queue = DrainQueue()
         defer { queue.drain() }
         input.node.link(self, in: &queue) { source, node, result, queue in
-            unsafeDowncast(node, to: JoinAttemptNode.self).arrive(
+            JoinAttemptNode.linked(node).arrive(
                 at: index, with: result.map(box),
                 cancelled: AttemptNode<Input, Failure>.source(source).isCancelledFlag, in: &queue)
         }

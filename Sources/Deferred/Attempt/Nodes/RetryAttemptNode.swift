@@ -52,7 +52,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     private static func receive(
         _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
     ) {
-        let node = unsafeDowncast(node, to: RetryAttemptNode.self)
+        let node = RetryAttemptNode.linked(node)
         let (passed, cancelled) = node.passedOn(
             result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
         guard !cancelled, case .failure(let error) = passed, let plan = node.plan, plan.shouldRetry(error) else {

@@ -41,7 +41,7 @@ where Step.Output == Step.Success {
         _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.InputFailure>,
         _ queue: inout DrainQueue
     ) {
-        unsafeDowncast(node, to: StepAttemptNode.self).receive(
+        StepAttemptNode.linked(node).receive(
             input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
             in: &queue)
     }
