@@ -151,7 +151,8 @@ private struct ModelSearch {
     }
 
     mutating func explore() {
-        let parties = Array(repeating: Party.fill(claimed: false), count: fills)
+        let parties =
+            Array(repeating: Party.fill(claimed: false), count: fills)
             + (0..<registrants).map { Party.observe(handler: $0) }
         visit(ModelStorage(), parties, trace: [])
     }
