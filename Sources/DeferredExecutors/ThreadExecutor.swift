@@ -83,7 +83,7 @@ public final class ThreadExecutor: SchedulingExecutor {
 /// Kept apart from the executor so that the thread and its run loop never keep the executor
 /// alive, and so that releasing the executor can still shut the thread down.
 private final class ThreadLoop: Sendable {
-    private let pending = AtomicStack<@Sendable () -> Void>()
+    private let pending = ClosableStack<PendingBody>()
     private let control: LoopControl
     private let runLoop: RunLoopReference
     private let thread: ThreadIdentity
@@ -125,7 +125,7 @@ private final class ThreadLoop: Sendable {
     func submit(_ body: @escaping @Sendable () -> Void) {
         // Only the push that finds the stack empty schedules a drain; the drain takes
         // everything pushed until it runs.
-        if case .accepted(wasEmpty: true) = pending.push(body) {
+        if case .accepted(wasEmpty: true) = pending.push(PendingBody(body)) {
             runLoop.perform { [self] in drain() }
         }
     }
@@ -155,8 +155,20 @@ private final class ThreadLoop: Sendable {
 
     /// Runs the pending bodies in order, on the executor's thread.
     private func drain() {
-        var bodies = pending.takeAll()
-        bodies.removeEach { $0() }
+        var bodies = pending.takeAll().reversed()
+        while let pending = bodies.popFirst() {
+            pending.body()
+        }
+    }
+}
+
+/// A body waiting on a ``ThreadExecutor``'s stack; released right after it runs.
+private final class PendingBody: StackNode {
+    let body: @Sendable () -> Void
+    var next: UInt = 0
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
     }
 }
 

@@ -14,8 +14,8 @@ import Synchronization
 /// compare-and-swap moves *waiting* to *finished*; `next` belongs to whoever owns the node in
 /// an ``AsyncWaiters`` stack.
 @usableFromInline
-internal final class AsyncWaiter<Value: Sendable>: @unchecked Sendable {
-    private let state = Atomic<Int>(AsyncWaiter.new)
+internal final class AsyncWaiter<Value: Sendable>: StackNode, @unchecked Sendable {
+    private let state = Atomic<UInt>(AsyncWaiter.new)
 
     @exclusivity(unchecked)
     private var continuation: UnsafeContinuation<Value, any Error>?
@@ -23,11 +23,11 @@ internal final class AsyncWaiter<Value: Sendable>: @unchecked Sendable {
     /// The address bits of the next waiter in an ``AsyncWaiters`` stack.
     @exclusivity(unchecked)
     @usableFromInline
-    internal var next: UInt = 0
+    package var next: UInt = 0
 
-    private static var new: Int { 0 }
-    private static var waiting: Int { 1 }
-    private static var finished: Int { 2 }
+    private static var new: UInt { 0 }
+    private static var waiting: UInt { 1 }
+    private static var finished: UInt { 2 }
 
     @usableFromInline
     internal init() {}
@@ -66,22 +66,13 @@ internal final class AsyncWaiter<Value: Sendable>: @unchecked Sendable {
     /// whether this call cancelled it.
     @usableFromInline
     internal func cancel() -> Bool {
-        var observed = state.load(ordering: .relaxed)
-        while observed != AsyncWaiter.finished {
-            let (exchanged, original) = state.compareExchange(
-                expected: observed,
-                desired: AsyncWaiter.finished,
-                ordering: .acquiringAndReleasing
-            )
-            if exchanged {
-                if observed == AsyncWaiter.waiting {
-                    continuation.unsafelyUnwrapped.resume(throwing: CancellationError())
-                }
-                return true
-            }
-            observed = original
+        let (observed, finished) = state.update(success: .acquiringAndReleasing) { observed in
+            observed == AsyncWaiter.finished ? nil : AsyncWaiter.finished
         }
-        return false
+        if finished && observed == AsyncWaiter.waiting {
+            continuation.unsafelyUnwrapped.resume(throwing: CancellationError())
+        }
+        return finished
     }
 
     /// Moves a waiting waiter to finished; returns whether this call did.

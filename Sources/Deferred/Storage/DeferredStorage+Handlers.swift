@@ -22,35 +22,25 @@ extension DeferredStorage {
     /// Adds `handler`; if the value is already visible, runs it through `queue` instead.
     @inlinable
     internal final func add(_ handler: Handler<Value>, in queue: inout DrainQueue) {
-        var observed = StorageState(rawValue: state.load(ordering: .acquiring))
-        while true {
-            switch observed.registration {
-            case .runNow:
-                handler.run(with: value.unwrapped, from: self, in: &queue)
-                return
-            case .claimFirst(let claimed):
-                let (exchanged, original) = state.compareExchange(
-                    expected: observed.rawValue,
-                    desired: claimed.rawValue,
-                    successOrdering: .relaxed,
-                    failureOrdering: .acquiring
-                )
-                guard exchanged else {
-                    observed = StorageState(rawValue: original)
-                    continue
-                }
-                firstHandler = handler
-                let before = StorageState(
-                    rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
-                )
-                if before.firstHandlerRunner == .registrant, let handler = firstHandler.take() {
-                    handler.run(with: value.unwrapped, from: self, in: &queue)
-                }
-                return
-            case .pushOverflow:
-                pushOverflow(handler, observed: observed, in: &queue)
-                return
+        let (word, claimedFirst) = state.update(success: .relaxed, failure: .acquiring) { observed in
+            guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
+                return nil
             }
+            return claimed.rawValue
+        }
+        let observed = StorageState(rawValue: word)
+        if claimedFirst {
+            firstHandler = handler
+            let before = StorageState(
+                rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
+            )
+            if before.firstHandlerRunner == .registrant, let handler = firstHandler.take() {
+                handler.run(with: value.unwrapped, from: self, in: &queue)
+            }
+        } else if observed.registration == .runNow {
+            handler.run(with: value.unwrapped, from: self, in: &queue)
+        } else {
+            pushOverflow(handler, observed: observed, in: &queue)
         }
     }
 
@@ -58,23 +48,19 @@ extension DeferredStorage {
     @inlinable
     internal final func pushOverflow(_ handler: Handler<Value>, observed: StorageState, in queue: inout DrainQueue) {
         let node = HandlerNode(handler)
-        let bits = HandlerNode.retainedBits(of: node)
-        var observed = observed
-        while case .push(let pushed) = observed.overflowPush(bits) {
-            node.next = observed.overflowHead
-            let (exchanged, original) = state.compareExchange(
-                expected: observed.rawValue,
-                desired: pushed.rawValue,
-                successOrdering: .releasing,
-                failureOrdering: .acquiring
-            )
-            if exchanged {
-                return
+        let bits = RetainedBits.retain(node)
+        let pushed = state.update(from: observed.rawValue, success: .releasing, failure: .acquiring) { observed in
+            let observed = StorageState(rawValue: observed)
+            guard case .push(let pushed) = observed.overflowPush(bits) else {
+                return nil
             }
-            observed = StorageState(rawValue: original)
+            node.next = observed.overflowHead
+            return pushed.rawValue
+        }.updated
+        if !pushed {
+            RetainedBits.release(bits, as: HandlerNode<Value>.self)
+            handler.run(with: value.unwrapped, from: self, in: &queue)
         }
-        _ = HandlerNode<Value>.takeRetained(bits)
-        handler.run(with: value.unwrapped, from: self, in: &queue)
     }
 
     /// The registry of tasks awaiting the value, made and linked on first use; `nil` once
@@ -86,21 +72,14 @@ extension DeferredStorage {
         }
         let existing = asyncWaiters.load(ordering: .acquiring)
         if existing != 0 {
-            return Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!)
-                .takeUnretainedValue()
+            return RetainedBits.borrow(existing)
         }
         let made = AsyncWaiters<Value>()
-        let bits = UInt(bitPattern: Unmanaged.passRetained(made).toOpaque())
-        let (stored, winner) = asyncWaiters.compareExchange(
-            expected: 0,
-            desired: bits,
-            successOrdering: .releasing,
-            failureOrdering: .acquiring
-        )
+        let bits = RetainedBits.retain(made)
+        let (winner, stored) = asyncWaiters.update(success: .releasing, failure: .acquiring) { $0 == 0 ? bits : nil }
         guard stored else {
-            Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
-            return Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: winner)!)
-                .takeUnretainedValue()
+            RetainedBits.release(bits, as: AsyncWaiters<Value>.self)
+            return RetainedBits.borrow(winner)
         }
         add(.link(made, AsyncWaiters<Value>.resumeAll))
         return made

@@ -72,7 +72,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     deinit {
         let waiters = asyncWaiters.load(ordering: .acquiring)
         if waiters != 0 {
-            Unmanaged<AsyncWaiters<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: waiters)!).release()
+            RetainedBits.release(waiters, as: AsyncWaiters<Value>.self)
         }
         let current = StorageState(rawValue: state.load(ordering: .acquiring))
         if current.needsDetach {
@@ -198,10 +198,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         guard owed.overflowHead != 0 else {
             return
         }
-        var bits = HandlerNode<Value>.reversed(owed.overflowHead)
-        while bits != 0 {
-            let node = HandlerNode<Value>.takeRetained(bits)
-            bits = node.next
+        var nodes = NodeChain<HandlerNode<Value>>(head: owed.overflowHead).reversed()
+        while let node = nodes.popFirst() {
             node.handler.run(with: value, from: self, in: &queue)
         }
     }
@@ -239,10 +237,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if let node = firstHandler.take()?.linkedNode {
             nodes.push(node)
         }
-        var bits = current.overflowHead
-        while bits != 0 {
-            let node = HandlerNode<Value>.takeRetained(bits)
-            bits = node.next
+        var overflow = NodeChain<HandlerNode<Value>>(head: current.overflowHead)
+        while let node = overflow.popFirst() {
             if let linked = node.handler.linkedNode {
                 nodes.push(linked)
             }

@@ -76,46 +76,17 @@ internal enum Handler<Value: Sendable> {
 /// loop, never a recursion. Only whoever owns the stack (the registrant before its push, the
 /// filler after taking it, or the last owner of the storage) touches a node.
 @usableFromInline
-internal final class HandlerNode<Value: Sendable> {
+internal final class HandlerNode<Value: Sendable>: StackNode {
     @usableFromInline
     internal let handler: Handler<Value>
 
     /// The address bits of the next older node, which this node retains, or zero.
     @usableFromInline
-    internal var next: UInt
+    package var next: UInt
 
     @inlinable
     internal init(_ handler: Handler<Value>) {
         self.handler = handler
         self.next = 0
-    }
-
-    /// Retains `node` and returns its address bits for the state word.
-    @inlinable
-    internal static func retainedBits(of node: HandlerNode) -> UInt {
-        UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
-    }
-
-    /// Takes back the reference that ``retainedBits(of:)`` gave out.
-    @inlinable
-    internal static func takeRetained(_ bits: UInt) -> HandlerNode {
-        Unmanaged<HandlerNode>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeRetainedValue()
-    }
-
-    /// Reverses the stack that starts at `head` (newest first) in place and returns the new
-    /// head (oldest first), so handlers run in the order they were added.
-    @inlinable
-    internal static func reversed(_ head: UInt) -> UInt {
-        var reversed: UInt = 0
-        var bits = head
-        while bits != 0 {
-            let node = Unmanaged<HandlerNode>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-                .takeUnretainedValue()
-            let next = node.next
-            node.next = reversed
-            reversed = bits
-            bits = next
-        }
-        return reversed
     }
 }

@@ -20,7 +20,7 @@ public import Synchronization
 internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// The demand; see ``DemandState``.
     @usableFromInline
-    internal let demand = Atomic<Int>(DemandState.initial.rawValue)
+    internal let demand = Atomic<UInt>(DemandState.initial.bits)
 
     /// The units this hub's attempt holds on the hubs of the attempts it waits for: one
     /// ``AttemptHub`` (marked if the unit is a path unit), or ``DemandUnits``.
@@ -37,14 +37,14 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     internal init(pinned: Bool) {
         super.init()
         if pinned {
-            demand.store(DemandState.initial.pinning().rawValue, ordering: .relaxed)
+            demand.store(DemandState.initial.pinning().bits, ordering: .relaxed)
         }
     }
 
     /// Whether the attempt was cancelled.
     @inlinable
     internal var isCancelled: Bool {
-        DemandState(rawValue: demand.load(ordering: .acquiring)).isCancelled
+        DemandState(bits: demand.load(ordering: .acquiring)).isCancelled
     }
 
     /// Takes a unit of demand at `depth` (see ``DemandUnit``); returns `false` if the attempt was
@@ -96,25 +96,13 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     internal func updateDemand<Outcome>(
         synchronizing: Bool, _ transition: (DemandState) -> (next: DemandState, outcome: Outcome)
     ) -> Outcome {
-        var observed = DemandState(rawValue: demand.load(ordering: .relaxed))
-        while true {
-            let (next, outcome) = transition(observed)
-            if next == observed {
-                return outcome
-            }
-            let (exchanged, original) =
-                synchronizing
-                ? demand.compareExchange(
-                    expected: observed.rawValue, desired: next.rawValue,
-                    successOrdering: .acquiringAndReleasing, failureOrdering: .relaxed)
-                : demand.compareExchange(
-                    expected: observed.rawValue, desired: next.rawValue,
-                    successOrdering: .relaxed, failureOrdering: .relaxed)
-            if exchanged {
-                return outcome
-            }
-            observed = DemandState(rawValue: original)
+        var outcome: Outcome?
+        _ = demand.update(success: synchronizing ? .acquiringAndReleasing : .relaxed) { observed in
+            let (next, reported) = transition(DemandState(bits: observed))
+            outcome = reported
+            return next.bits == observed ? nil : next.bits
         }
+        return outcome.unsafelyUnwrapped
     }
 
     /// Releases `unit`, cancelling every attempt that this leaves without demand, up the graph,

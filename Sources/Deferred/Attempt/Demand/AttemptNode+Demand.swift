@@ -97,18 +97,20 @@ extension AttemptNode {
     @inlinable
     @inline(__always)
     internal final func takePath() -> PathTaking {
-        var observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
-        while !observed.isPathTaken {
-            let handsOver = observed.holdsUnit && !observed.keepsUnit
-            let desired = (observed.rawValue | AttemptFlags.pathTaken) & (handsOver ? ~AttemptFlags.holdsUnit : ~0)
-            let (exchanged, original) = flags.compareExchange(
-                expected: observed.rawValue, desired: desired, ordering: .relaxed)
-            if exchanged {
-                return handsOver ? .handedOver : observed.holdsUnit ? .converting(observed.depth) : .fresh
+        let (word, taken) = flags.update(success: .relaxed) { word in
+            let observed = AttemptFlags(rawValue: word)
+            guard !observed.isPathTaken else {
+                return nil
             }
-            observed = AttemptFlags(rawValue: original)
+            let handsOver = observed.holdsUnit && !observed.keepsUnit
+            return (word | AttemptFlags.pathTaken) & (handsOver ? ~AttemptFlags.holdsUnit : ~0)
         }
-        return .alreadyTaken
+        let observed = AttemptFlags(rawValue: word)
+        guard taken else {
+            return .alreadyTaken
+        }
+        return observed.holdsUnit && !observed.keepsUnit
+            ? .handedOver : observed.holdsUnit ? .converting(observed.depth) : .fresh
     }
 
     /// Records a handler that needs this attempt for good: only cancelling this attempt, or its

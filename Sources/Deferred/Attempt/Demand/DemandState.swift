@@ -39,6 +39,16 @@ internal struct DemandState: Equatable, Sendable {
         self.rawValue = rawValue
     }
 
+    /// The state stored in an atomic word.
+    @inlinable
+    internal init(bits: UInt) {
+        self.init(rawValue: Int(bitPattern: bits))
+    }
+
+    /// The state as an atomic word.
+    @inlinable
+    internal var bits: UInt { UInt(bitPattern: rawValue) }
+
     @inlinable internal static var pinnedBit: Int { 1 }
     @inlinable internal static var givenUpBit: Int { 2 }
     @inlinable internal static var settledBit: Int { 4 }

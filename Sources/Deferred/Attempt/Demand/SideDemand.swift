@@ -95,19 +95,19 @@ internal struct SideCounts {
     }
 }
 
-/// The side units held on one hub (see ``DemandUnit``): ``SideCounts`` behind a spin lock.
+/// The side units held on one hub (see ``DemandUnit``): ``SideCounts`` behind a fair spin
+/// lock.
 ///
 /// Side units are the uncommon case (a handler or a reader on a stage in the middle of a path,
 /// or a second path starting there), and each operation holds the lock for a dictionary update
 /// and a heap step, so a short spin is cheaper than anything that sleeps.
 ///
 /// `@unchecked Sendable` is sound because ``counts`` is read and written only inside
-/// ``withLock(_:)``, whose compare-and-swap acquires and whose store releases, so every access
-/// happens after the previous holder's last one.
+/// ``withLock(_:)``, which orders every access after the previous holder's last one.
 @usableFromInline
 internal final class SideDemand: @unchecked Sendable {
     @usableFromInline
-    internal let locked = Atomic<Bool>(false)
+    internal let lock = TicketLock()
 
     @exclusivity(unchecked)
     @usableFromInline
@@ -119,13 +119,7 @@ internal final class SideDemand: @unchecked Sendable {
     /// Runs `body` on the counts, alone.
     @usableFromInline
     internal func withLock<Result>(_ body: (inout SideCounts) -> Result) -> Result {
-        while !locked.compareExchange(
-            expected: false, desired: true, successOrdering: .acquiring, failureOrdering: .relaxed
-        ).exchanged {
-            while locked.load(ordering: .relaxed) {}
-        }
-        defer { locked.store(false, ordering: .releasing) }
-        return body(&counts)
+        lock.withLock { body(&counts) }
     }
 }
 
@@ -149,7 +143,7 @@ extension AttemptHub {
     /// cancelled, and a path unit or a side unit at that depth or deeper is held.
     @inlinable
     internal func needs(depth: Int) -> Bool {
-        let state = DemandState(rawValue: demand.load(ordering: .acquiring))
+        let state = DemandState(bits: demand.load(ordering: .acquiring))
         if state.isCancelled {
             return false
         }

@@ -51,10 +51,8 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     /// takes or exchanges it while in use.
     @inlinable
     internal func withBorrowedObject<Result>(_ body: (Object) -> Result) -> Result? {
-        guard let address = UnsafeRawPointer(bitPattern: bits.load(ordering: .acquiring) & Self.addressMask) else {
-            return nil
-        }
-        return Unmanaged<Object>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
+        let address = bits.load(ordering: .acquiring) & Self.addressMask
+        return address == 0 ? nil : RetainedBits.withBorrowed(address, as: Object.self, body)
     }
 
     /// Stores `object` if the slot holds none, keeping the tag; returns whether it did, and whether
@@ -64,21 +62,13 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     @inlinable
     internal func storeIfEmpty(_ object: Object) -> (stored: Bool, isTagged: Bool) {
         let new = Self.retainedBits(object)
-        var observed = bits.load(ordering: .relaxed)
-        while observed & Self.addressMask == 0 {
-            let (exchanged, original) = bits.compareExchange(
-                expected: observed,
-                desired: new | observed,
-                successOrdering: .acquiringAndReleasing,
-                failureOrdering: .relaxed
-            )
-            if exchanged {
-                return (true, observed & Self.tagBit != 0)
-            }
-            observed = original
+        let (observed, stored) = bits.update(success: .acquiringAndReleasing) { observed in
+            observed & Self.addressMask == 0 ? new | observed : nil
         }
-        Self.release(new)
-        return (false, observed & Self.tagBit != 0)
+        if !stored {
+            Self.release(new)
+        }
+        return (stored, observed & Self.tagBit != 0)
     }
 
     /// Sets the tag; returns the object in the slot (without taking it) and whether the tag was
@@ -98,21 +88,14 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         _ object: Object?, marked: Bool = false
     ) -> (exchanged: Bool, previous: Object?, previousMarked: Bool) {
         let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
-        var observed = bits.load(ordering: .relaxed)
-        while observed & Self.tagBit == 0 {
-            let (exchanged, original) = bits.compareExchange(
-                expected: observed,
-                desired: new,
-                successOrdering: .acquiringAndReleasing,
-                failureOrdering: .relaxed
-            )
-            if exchanged {
-                return (true, Self.take(observed), observed & Self.markBit != 0)
-            }
-            observed = original
+        let (observed, exchanged) = bits.update(success: .acquiringAndReleasing) { observed in
+            observed & Self.tagBit == 0 ? new : nil
         }
-        Self.release(new)
-        return (false, nil, false)
+        guard exchanged else {
+            Self.release(new)
+            return (false, nil, false)
+        }
+        return (true, Self.take(observed), observed & Self.markBit != 0)
     }
 
     /// Takes the object out, with its mark, and sets the tag, so that nothing can be stored any
@@ -131,26 +114,19 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static func retainedBits(_ object: Object?) -> UInt {
-        guard let object else {
-            return 0
-        }
-        return UInt(bitPattern: Unmanaged.passRetained(object).toOpaque())
+        object.map(RetainedBits.retain) ?? 0
     }
 
     @inlinable
     internal static func borrow(_ bits: UInt) -> Object? {
-        guard let address = UnsafeRawPointer(bitPattern: bits & addressMask) else {
-            return nil
-        }
-        return Unmanaged<Object>.fromOpaque(address).takeUnretainedValue()
+        let address = bits & addressMask
+        return address == 0 ? nil : RetainedBits.borrow(address, as: Object.self)
     }
 
     @inlinable
     internal static func take(_ bits: UInt) -> Object? {
-        guard let address = UnsafeRawPointer(bitPattern: bits & addressMask) else {
-            return nil
-        }
-        return Unmanaged<Object>.fromOpaque(address).takeRetainedValue()
+        let address = bits & addressMask
+        return address == 0 ? nil : RetainedBits.take(address, as: Object.self)
     }
 
     @inlinable
