@@ -36,24 +36,15 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
         }
     }
 
-    /// The pending bodies as a binary min-heap by ``Scheduled/precedes(_:)``, and the next
+    /// The pending bodies, earliest first by ``Scheduled/precedes(_:)``, and the next
     /// submission number.
     private struct Schedule: Sendable {
-        var heap: [Scheduled] = []
+        var heap = BinaryHeap<Scheduled> { $0.precedes($1) }
         var nextSequence = 0
 
         mutating func insert(due: Int, _ body: @escaping @Sendable () -> Void) {
-            heap.append(Scheduled(due: due, sequence: nextSequence, body: body))
+            heap.insert(Scheduled(due: due, sequence: nextSequence, body: body))
             nextSequence += 1
-            var child = heap.count - 1
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard heap[child].precedes(heap[parent]) else {
-                    break
-                }
-                heap.swapAt(child, parent)
-                child = parent
-            }
         }
 
         /// Takes the earliest body if it is due by `end`.
@@ -61,28 +52,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
             guard let first = heap.first, first.due <= end else {
                 return nil
             }
-            let last = heap.removeLast()
-            guard !heap.isEmpty else {
-                return first
-            }
-            heap[0] = last
-            var parent = 0
-            while true {
-                let left = 2 * parent + 1
-                let right = left + 1
-                var earliest = parent
-                if left < heap.count && heap[left].precedes(heap[earliest]) {
-                    earliest = left
-                }
-                if right < heap.count && heap[right].precedes(heap[earliest]) {
-                    earliest = right
-                }
-                guard earliest != parent else {
-                    return first
-                }
-                heap.swapAt(parent, earliest)
-                parent = earliest
-            }
+            return heap.popFirst()
         }
     }
 

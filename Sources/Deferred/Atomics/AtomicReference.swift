@@ -62,7 +62,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     @inlinable
     internal func storeIfEmpty(_ object: Object) -> (stored: Bool, isTagged: Bool) {
         let new = Self.retainedBits(object)
-        let (observed, stored) = bits.update(success: .acquiringAndReleasing) { observed in
+        let (observed, stored) = bits.update { observed in
             observed & Self.addressMask == 0 ? new | observed : nil
         }
         if !stored {
@@ -88,7 +88,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         _ object: Object?, marked: Bool = false
     ) -> (exchanged: Bool, previous: Object?, previousMarked: Bool) {
         let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
-        let (observed, exchanged) = bits.update(success: .acquiringAndReleasing) { observed in
+        let (observed, exchanged) = bits.update { observed in
             observed & Self.tagBit == 0 ? new : nil
         }
         guard exchanged else {

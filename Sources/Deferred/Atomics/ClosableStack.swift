@@ -116,7 +116,7 @@ package struct ClosableStack<Node: StackNode>: ~Copyable, @unchecked Sendable {
     @inlinable
     package func push(_ node: Node) -> Push {
         let bits = RetainedBits.retain(node)
-        let (observed, pushed) = word.update(success: .releasing) { observed in
+        let (observed, pushed) = word.update { observed in
             guard observed & Self.closedBit == 0 else {
                 return nil
             }
@@ -135,7 +135,7 @@ package struct ClosableStack<Node: StackNode>: ~Copyable, @unchecked Sendable {
     /// them, and can read what was published before the close.
     @inlinable
     package func pushBack(_ nodes: NodeChain<Node>, last: Node) -> Bool {
-        word.update(success: .releasing, failure: .acquiring) { observed in
+        word.update { observed in
             guard observed & Self.closedBit == 0 else {
                 return nil
             }
@@ -147,7 +147,7 @@ package struct ClosableStack<Node: StackNode>: ~Copyable, @unchecked Sendable {
     /// Takes every node, newest first, leaving the stack open or closed as it was.
     @inlinable
     package func takeAll() -> NodeChain<Node> {
-        let (observed, taken) = word.update(success: .acquiring) { observed in
+        let (observed, taken) = word.update { observed in
             observed & ~Self.closedBit == 0 ? nil : observed & Self.closedBit
         }
         return NodeChain(head: taken ? observed & ~Self.closedBit : 0)

@@ -66,7 +66,7 @@ internal final class AsyncWaiter<Value: Sendable>: StackNode, @unchecked Sendabl
     /// whether this call cancelled it.
     @usableFromInline
     internal func cancel() -> Bool {
-        let (observed, finished) = state.update(success: .acquiringAndReleasing) { observed in
+        let (observed, finished) = state.update { observed in
             observed == AsyncWaiter.finished ? nil : AsyncWaiter.finished
         }
         if finished && observed == AsyncWaiter.waiting {

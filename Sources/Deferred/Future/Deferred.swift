@@ -54,13 +54,13 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     ///   - body: Called exactly once with the value, then released.
     @inlinable
     public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Value) -> Void) {
-        source.upon(executor, execute: body)
+        Future(self).upon(executor, execute: body)
     }
 
     /// Returns the value if this deferred is filled, or `nil` at once if it is not.
     @inlinable
     public func peek() -> Value? {
-        source.peek()
+        Future(self).peek()
     }
 
     /// Blocks the calling thread until this deferred is filled or `time` passes.
@@ -75,13 +75,13 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
-        source.wait(until: time)
+        Future(self).wait(until: time)
     }
 
     /// Whether this deferred has been filled.
     @inlinable
     public var isFilled: Bool {
-        source.isFilled
+        Future(self).isFilled
     }
 
     /// Fills this deferred with `value` unless it is filled already, then runs every pending

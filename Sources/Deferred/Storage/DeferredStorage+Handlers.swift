@@ -22,7 +22,7 @@ extension DeferredStorage {
     /// Adds `handler`; if the value is already visible, runs it through `queue` instead.
     @inlinable
     internal final func add(_ handler: Handler<Value>, in queue: inout DrainQueue) {
-        let (word, claimedFirst) = state.update(success: .relaxed, failure: .acquiring) { observed in
+        let (word, claimedFirst) = state.update { observed in
             guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
                 return nil
             }
@@ -49,7 +49,7 @@ extension DeferredStorage {
     internal final func pushOverflow(_ handler: Handler<Value>, observed: StorageState, in queue: inout DrainQueue) {
         let node = HandlerNode(handler)
         let bits = RetainedBits.retain(node)
-        let pushed = state.update(from: observed.rawValue, success: .releasing, failure: .acquiring) { observed in
+        let pushed = state.update(from: observed.rawValue) { observed in
             let observed = StorageState(rawValue: observed)
             guard case .push(let pushed) = observed.overflowPush(bits) else {
                 return nil
@@ -76,7 +76,7 @@ extension DeferredStorage {
         }
         let made = AsyncWaiters<Value>()
         let bits = RetainedBits.retain(made)
-        let (winner, stored) = asyncWaiters.update(success: .releasing, failure: .acquiring) { $0 == 0 ? bits : nil }
+        let (winner, stored) = asyncWaiters.update { $0 == 0 ? bits : nil }
         guard stored else {
             RetainedBits.release(bits, as: AsyncWaiters<Value>.self)
             return RetainedBits.borrow(winner)

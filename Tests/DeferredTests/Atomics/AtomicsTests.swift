@@ -12,7 +12,7 @@ import Testing
     @Test func anUpdateRetriesUntilItsTransitionSticksOrDeclines() {
         let word = Atomic<UInt>(3)
         var calls = 0
-        let (observed, updated) = word.update(success: .relaxed) { value in
+        let (observed, updated) = word.update { value in
             calls += 1
             if calls == 1 {
                 word.store(5, ordering: .relaxed)  // Another thread, in effect: the store fails.
@@ -20,7 +20,7 @@ import Testing
             return value + 1
         }
         #expect(updated && observed == 5 && word.load(ordering: .relaxed) == 6 && calls == 2)
-        let declined = word.update(success: .relaxed) { $0 > 5 ? nil : 0 }
+        let declined = word.update { $0 > 5 ? nil : 0 }
         #expect(!declined.updated && declined.observed == 6)
     }
 

@@ -58,7 +58,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         if side {
             adjustSide(depth, by: 1)
         }
-        let added = updateDemand(synchronizing: side) { state in
+        let added = updateDemand { state in
             if let next = state.adding(path: depth == DemandUnit.path) { (next, true) } else { (state, false) }
         }
         if side && !added {
@@ -75,7 +75,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     @usableFromInline
     internal func takePath(keptAt depth: Int) -> Bool {
         adjustSide(depth, by: 1)
-        return updateDemand(synchronizing: true) { state in
+        return updateDemand { state in
             if let next = state.adding() { (next, true) } else { (state, false) }
         }
     }
@@ -83,21 +83,20 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Records a handler that needs the attempt for good.
     @inlinable
     internal func pin() {
-        updateDemand(synchronizing: false) { state in (state.pinning(), ()) }
+        updateDemand { state in (state.pinning(), ()) }
     }
 
-    /// Moves the demand by `transition`, the only place that decides, with one
-    /// compare-and-swap loop; returns what the transition that took effect reported.
+    /// Moves the demand by `transition`, the only place that decides, through
+    /// ``Synchronization/Atomic/update(from:_:)``; returns what the transition that took
+    /// effect reported.
     ///
     /// `transition` returns the next state and the outcome to report; returning the state it
-    /// was given reports the outcome without writing. A `synchronizing` update acquires and
-    /// releases (it cancels or finishes the attempt); others are relaxed.
+    /// was given reports the outcome without writing.
     @inlinable
-    internal func updateDemand<Outcome>(
-        synchronizing: Bool, _ transition: (DemandState) -> (next: DemandState, outcome: Outcome)
-    ) -> Outcome {
+    internal func updateDemand<Outcome>(_ transition: (DemandState) -> (next: DemandState, outcome: Outcome)) -> Outcome
+    {
         var outcome: Outcome?
-        _ = demand.update(success: synchronizing ? .acquiringAndReleasing : .relaxed) { observed in
+        _ = demand.update { observed in
             let (next, reported) = transition(DemandState(bits: observed))
             outcome = reported
             return next.bits == observed ? nil : next.bits
@@ -132,7 +131,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     @usableFromInline
     internal func release(_ depth: Int, returning: Bool) -> Bool {
         let path = depth == DemandUnit.path
-        let cancels = updateDemand(synchronizing: true) { state in
+        let cancels = updateDemand { state in
             let (next, cancels) = returning ? state.returning() : state.releasing(path: path)
             return (next, next != state && cancels)
         }
@@ -170,7 +169,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
 
     /// Moves to the final state unless the attempt is there already; returns whether it moved.
     private func markFinal(cancelled: Bool) -> Bool {
-        updateDemand(synchronizing: true) { state in
+        updateDemand { state in
             let (next, finishes) = state.finishing(cancelled: cancelled)
             return finishes ? (next, true) : (state, false)
         }

@@ -97,7 +97,7 @@ extension AttemptNode {
     @inlinable
     @inline(__always)
     internal final func takePath() -> PathTaking {
-        let (word, taken) = flags.update(success: .relaxed) { word in
+        let (word, taken) = flags.update { word in
             let observed = AttemptFlags(rawValue: word)
             guard !observed.isPathTaken else {
                 return nil

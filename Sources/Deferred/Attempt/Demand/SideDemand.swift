@@ -22,9 +22,9 @@ internal struct SideCounts {
     @usableFromInline
     internal var entries: [Int: Entry] = [:]
 
-    /// The depths that had units when they were queued, deepest first, as a binary heap.
+    /// The depths that had units when they were queued, deepest first.
     @usableFromInline
-    internal var deepest: [Int] = []
+    internal var deepest = BinaryHeap<Int>(by: >)
 
     @inlinable
     internal init() {}
@@ -36,7 +36,7 @@ internal struct SideCounts {
         entry.count += delta
         if entry.count > 0 && !entry.isQueued {
             entry.isQueued = true
-            push(depth)
+            deepest.insert(depth)
         }
         entries[depth] = entry.count == 0 && !entry.isQueued ? nil : entry
     }
@@ -49,49 +49,11 @@ internal struct SideCounts {
             if entry.count > 0 {
                 return top >= depth
             }
-            popDeepest()
+            deepest.popFirst()
             entry.isQueued = false
             entries[top] = entry.count == 0 ? nil : entry
         }
         return false
-    }
-
-    private mutating func push(_ depth: Int) {
-        deepest.append(depth)
-        var child = deepest.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard deepest[parent] < deepest[child] else {
-                break
-            }
-            deepest.swapAt(parent, child)
-            child = parent
-        }
-    }
-
-    private mutating func popDeepest() {
-        let last = deepest.removeLast()
-        guard !deepest.isEmpty else {
-            return
-        }
-        deepest[0] = last
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var largest = parent
-            if left < deepest.count && deepest[left] > deepest[largest] {
-                largest = left
-            }
-            if right < deepest.count && deepest[right] > deepest[largest] {
-                largest = right
-            }
-            guard largest != parent else {
-                return
-            }
-            deepest.swapAt(parent, largest)
-            parent = largest
-        }
     }
 }
 
