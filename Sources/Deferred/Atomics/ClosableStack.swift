@@ -18,11 +18,16 @@ package protocol StackNode: AnyObject {
 package struct NodeChain<Node: StackNode> {
     /// The address bits of the first node, or zero if the chain is empty.
     @usableFromInline
-    package var head: UInt
+    package var head: UInt = 0
+
+    /// An empty chain.
+    @inlinable
+    package init() {}
 
     /// The chain that starts at `head`.
     @inlinable
     package init(head: UInt) {
+        self.init()
         self.head = head
     }
 

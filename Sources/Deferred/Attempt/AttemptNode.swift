@@ -91,7 +91,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// own, which would make a `map` node too large for the allocator's fast bins.
     @inlinable
     internal final var ownsHub: Bool {
-        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).ownsHub
+        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).has(AttemptFlags.ownsHub)
     }
 
     // MARK: Deciding
@@ -99,7 +99,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Whether the cancelled flag is set.
     @inlinable
     internal final var isCancelledFlag: Bool {
-        AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isCancelled
+        AttemptFlags(rawValue: flags.load(ordering: .acquiring)).has(AttemptFlags.cancelled)
     }
 
     /// Whether this attempt has been decided, or is being decided.
@@ -230,7 +230,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal final var isUnneeded: Bool {
         let observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
         return hubSlot.withBorrowedObject { hub in
-            observed.ownsHub ? hub.isCancelled : !hub.needs(depth: observed.depth)
+            observed.has(AttemptFlags.ownsHub) ? hub.isCancelled : !hub.needs(depth: observed.depth)
         } ?? false
     }
 

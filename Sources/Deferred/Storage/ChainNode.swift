@@ -19,6 +19,15 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func detachDownstream(to nodes: inout ReleaseStack) {}
 
+    /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
+    /// that may hold the only reference to a long chain calls.
+    @usableFromInline
+    internal final func releaseDownstream() {
+        var nodes = ReleaseStack()
+        detachDownstream(to: &nodes)
+        nodes.releaseAll()
+    }
+
     /// `node`, a node that a handler or a drain queue handed back, as the type it was linked
     /// as: the one place the library narrows a node's type without checking it.
     ///

@@ -12,23 +12,19 @@
 ///
 /// This type only computes. ``DeferredStorage`` performs the atomic operations and asks this
 /// type what each party must do next, so every decision is testable without threads.
-@frozen
 @usableFromInline
-internal struct StorageState: Equatable, Sendable {
-    /// The raw state word.
-    @usableFromInline
-    internal var rawValue: UInt
+internal typealias StorageState = StateWord<StorageStateBits, UInt>
 
-    @inlinable
-    internal init(rawValue: UInt) {
-        self.rawValue = rawValue
-    }
+/// The tag of ``StorageState``.
+@usableFromInline
+internal enum StorageStateBits {}
 
-    @inlinable internal static var fillClaimedBit: UInt { 1 }
-    @inlinable internal static var filledBit: UInt { 2 }
-    @inlinable internal static var firstClaimedBit: UInt { 4 }
-    @inlinable internal static var firstReadyBit: UInt { 8 }
-    @inlinable internal static var flagBits: UInt { 15 }
+extension StorageState {
+    @inlinable internal static var fillClaimedBit: UInt { 1 << 0 }
+    @inlinable internal static var filledBit: UInt { 1 << 1 }
+    @inlinable internal static var firstClaimedBit: UInt { 1 << 2 }
+    @inlinable internal static var firstReadyBit: UInt { 1 << 3 }
+    @inlinable internal static var flagBits: UInt { (1 << 4) - 1 }
 
     /// A new storage: no value, no handlers.
     @inlinable
@@ -42,19 +38,19 @@ internal struct StorageState: Equatable, Sendable {
 
     /// Whether a `fill` has won the right to write the value (it may not be visible yet).
     @inlinable
-    internal var isFillClaimed: Bool { rawValue & Self.fillClaimedBit != 0 }
+    internal var isFillClaimed: Bool { has(Self.fillClaimedBit) }
 
     /// Whether the value is written and may be read.
     @inlinable
-    internal var isFilled: Bool { rawValue & Self.filledBit != 0 }
+    internal var isFilled: Bool { has(Self.filledBit) }
 
     /// Whether a registrant owns the inline handler slot.
     @inlinable
-    internal var isFirstClaimed: Bool { rawValue & Self.firstClaimedBit != 0 }
+    internal var isFirstClaimed: Bool { has(Self.firstClaimedBit) }
 
     /// Whether the inline handler slot holds a handler that nobody has taken yet.
     @inlinable
-    internal var isFirstReady: Bool { rawValue & Self.firstReadyBit != 0 }
+    internal var isFirstReady: Bool { has(Self.firstReadyBit) }
 
     /// The address bits of the newest overflow node, or zero if there is none.
     @inlinable

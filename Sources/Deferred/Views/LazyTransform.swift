@@ -73,9 +73,7 @@ internal final class LazyStep: ChainNode, @unchecked Sendable {
     }
 
     deinit {
-        var nodes = ReleaseStack()
-        detachDownstream(to: &nodes)
-        nodes.releaseAll()
+        releaseDownstream()
     }
 
     /// Every step up to and including this one, first to last.

@@ -20,14 +20,14 @@ extension AttemptNode {
             return hubSlot.load().object.unsafelyUnwrapped
         }
         // A handler may have pinned this attempt while the hub did not exist.
-        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).isPinnedEarly {
+        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).has(AttemptFlags.pinnedEarly) {
             made.pin()
         }
         if finished {
             // A cancel() after the attempt finished withdraws callbacks; it does not make the
             // result a cancellation, so the producer's cancel handlers must not run.
             made.finish(
-                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).isDecidedCancelled)
+                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).has(AttemptFlags.decidedCancelled))
         }
         return made
     }
@@ -99,18 +99,18 @@ extension AttemptNode {
     internal final func takePath() -> PathTaking {
         let (word, taken) = flags.update { word in
             let observed = AttemptFlags(rawValue: word)
-            guard !observed.isPathTaken else {
+            guard !observed.has(AttemptFlags.pathTaken) else {
                 return nil
             }
-            let handsOver = observed.holdsUnit && !observed.keepsUnit
+            let handsOver = observed.has(AttemptFlags.holdsUnit) && !observed.has(AttemptFlags.keepsUnit)
             return (word | AttemptFlags.pathTaken) & (handsOver ? ~AttemptFlags.holdsUnit : ~0)
         }
         let observed = AttemptFlags(rawValue: word)
         guard taken else {
             return .alreadyTaken
         }
-        return observed.holdsUnit && !observed.keepsUnit
-            ? .handedOver : observed.holdsUnit ? .converting(observed.depth) : .fresh
+        return observed.has(AttemptFlags.holdsUnit) && !observed.has(AttemptFlags.keepsUnit)
+            ? .handedOver : observed.has(AttemptFlags.holdsUnit) ? .converting(observed.depth) : .fresh
     }
 
     /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
@@ -127,7 +127,8 @@ extension AttemptNode {
             // A node that still holds the path unit keeps it; one that handed it over takes a
             // side unit at its depth. One that holds none and never handed over is cancelled or
             // decided already.
-            if !before.keepsUnit && !before.holdsUnit && before.isPathTaken, let hub = hubSlot.load().object,
+            if !before.has(AttemptFlags.keepsUnit) && !before.has(AttemptFlags.holdsUnit)
+                && before.has(AttemptFlags.pathTaken), let hub = hubSlot.load().object,
                 hub.addUnit(depth: before.depth)
             {
                 flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
@@ -155,9 +156,9 @@ extension AttemptNode {
             hubSlot.setTag().object?.finish(cancelled: cancelled)
         } else {
             let before = AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
-            if before.holdsUnit, let hub = hubSlot.load().object {
+            if before.has(AttemptFlags.holdsUnit), let hub = hubSlot.load().object {
                 // Once the path below is taken, a unit still held is one its handlers keep.
-                DemandUnit(hub, depth: before.isPathTaken ? before.depth : DemandUnit.path).release()
+                DemandUnit(hub, depth: before.has(AttemptFlags.pathTaken) ? before.depth : DemandUnit.path).release()
             }
         }
     }

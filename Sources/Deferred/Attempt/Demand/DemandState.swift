@@ -27,18 +27,14 @@
 /// | ``cancelled`` | the attempt was cancelled, for lack of demand or by `cancel()`; absorbing |
 ///
 /// This type only computes; ``AttemptHub`` performs the atomic operations.
-@frozen
 @usableFromInline
-internal struct DemandState: Equatable, Sendable {
-    /// The raw state word.
-    @usableFromInline
-    internal var rawValue: Int
+internal typealias DemandState = StateWord<DemandStateBits, Int>
 
-    @inlinable
-    internal init(rawValue: Int) {
-        self.rawValue = rawValue
-    }
+/// The tag of ``DemandState``.
+@usableFromInline
+internal enum DemandStateBits {}
 
+extension DemandState {
     /// The state stored in an atomic word.
     @inlinable
     internal init(bits: UInt) {
@@ -154,17 +150,15 @@ internal struct DemandState: Equatable, Sendable {
 /// | 5   | *owns its hub*: set when the node is made and never changed (a root, an owner, or a stage that starts a hub of its own; a transparent node shares its source's hub) |
 /// | 6   | *path taken*: the first dependent that continues the path below this attempt has come (see ``DemandState``) |
 /// | 8…  | the attempt's *depth* on its hub's path: 0 for the hub's own attempt; set when the node is made |
-@frozen
 @usableFromInline
-internal struct AttemptFlags: Equatable, Sendable {
-    @usableFromInline
-    internal var rawValue: UInt
+internal typealias AttemptFlags = StateWord<AttemptFlagBits, UInt>
 
-    @inlinable
-    internal init(rawValue: UInt) {
-        self.rawValue = rawValue
-    }
+/// The tag of ``AttemptFlags``.
+@usableFromInline
+internal enum AttemptFlagBits {}
 
+/// Read a flag with ``StateWord/has(_:)``: `flags.has(AttemptFlags.holdsUnit)`.
+extension AttemptFlags {
     @inlinable internal static var cancelled: UInt { 1 }
     @inlinable internal static var holdsUnit: UInt { 2 }
     @inlinable internal static var pinnedEarly: UInt { 4 }
@@ -180,33 +174,4 @@ internal struct AttemptFlags: Equatable, Sendable {
     /// The attempt's depth on its hub's path.
     @inlinable
     internal var depth: Int { Int(rawValue >> 8) }
-
-    /// Whether a dependent has taken the path below this attempt.
-    @inlinable
-    internal var isPathTaken: Bool { rawValue & Self.pathTaken != 0 }
-
-    /// Whether the attempt was cancelled.
-    @inlinable
-    internal var isCancelled: Bool { rawValue & Self.cancelled != 0 }
-
-    /// Whether the attempt holds a unit of demand on its hub.
-    @inlinable
-    internal var holdsUnit: Bool { rawValue & Self.holdsUnit != 0 }
-
-    /// Whether a derived attempt keeps its unit for its handlers instead of handing it over.
-    @inlinable
-    internal var keepsUnit: Bool { rawValue & Self.keepsUnit != 0 }
-
-    /// Whether the attempt's result is a cancellation, not a result that a later `cancel()`
-    /// only withdrew the callbacks of.
-    @inlinable
-    internal var isDecidedCancelled: Bool { rawValue & Self.decidedCancelled != 0 }
-
-    /// Whether the hub in the node's slot is its own.
-    @inlinable
-    internal var ownsHub: Bool { rawValue & Self.ownsHub != 0 }
-
-    /// Whether a handler pinned the attempt before it had a hub.
-    @inlinable
-    internal var isPinnedEarly: Bool { rawValue & Self.pinnedEarly != 0 }
 }

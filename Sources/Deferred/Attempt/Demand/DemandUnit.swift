@@ -123,9 +123,7 @@ internal final class DemandUnits: ChainNode, @unchecked Sendable {
     }
 
     deinit {
-        var nodes = ReleaseStack()
-        detachDownstream(to: &nodes)
-        nodes.releaseAll()
+        releaseDownstream()
     }
 
     @usableFromInline

@@ -53,7 +53,8 @@ where Step.Output == Step.Success {
         if sourceCancelled {
             receiveFromCancelledSource(input, in: &queue)
         } else if !Step.runs(for: input) {
-            passOn(input, in: &queue)
+            body = nil  // The step does not run for this input, which passes on as it is.
+            decide(Step.passedOn(input), cancelled: false, in: &queue)
         } else if let executor = place.executor {
             executor.submit { [self] in
                 var queue = DrainQueue()
@@ -78,21 +79,14 @@ where Step.Output == Step.Success {
         }
     }
 
-    /// Decides this attempt with what `input` passes on, without running the step.
-    @inlinable
-    internal func passOn(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
-        body = nil
-        decide(Step.passedOn(input), cancelled: false, in: &queue)
-    }
-
     /// Runs the step unless this attempt was decided or is no longer needed.
     @inlinable
     internal func start(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let body = body.take() else {
-            body = nil
-            return
+        if mayStartStep(in: &queue), let body = body.take() {
+            decide(Step.run(body, on: input), cancelled: false, in: &queue)
+        } else {
+            body = nil  // Decided or unneeded: release the closure now.
         }
-        decide(Step.run(body, on: input), cancelled: false, in: &queue)
     }
 }
 
