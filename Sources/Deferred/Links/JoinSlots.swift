@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// The values a join collects by position: one slot per input, written once by that input's
 /// delivery and taken all at once by the arrival that completes the join.
 ///
@@ -38,5 +40,29 @@ internal struct JoinSlots<Value> {
     internal func free() {
         slots.deinitialize()
         slots.deallocate()
+    }
+}
+
+/// How many inputs of a join have not arrived yet: what every join of the library counts with
+/// (``FutureJoin`` for futures, the attempt joins for `allSucceeded`, `and` and
+/// `firstSucceeded`).
+///
+/// The acquiring-and-releasing decrement orders every earlier arrival's writes (its slot)
+/// before whatever the last arrival reads.
+@usableFromInline
+internal struct JoinCountdown: ~Copyable {
+    @usableFromInline
+    internal let remaining: Atomic<Int>
+
+    /// A countdown of `count` inputs.
+    @inlinable
+    internal init(_ count: Int) {
+        remaining = Atomic(count)
+    }
+
+    /// Counts one arrival; returns whether it was the last.
+    @inlinable
+    internal func arrive() -> Bool {
+        remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0
     }
 }

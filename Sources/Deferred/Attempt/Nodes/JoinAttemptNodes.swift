@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// A join of several attempts: owns a hub that holds one unit of demand per input, and stores
 /// what each input delivers.
 @usableFromInline
@@ -8,11 +6,11 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
 {
     /// How many inputs have not delivered yet.
     @usableFromInline
-    internal let remaining: Atomic<Int>
+    internal let remaining: JoinCountdown
 
     @usableFromInline
     internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
-        remaining = Atomic(count)
+        remaining = JoinCountdown(count)
         super.init(owningHubWith: cancellation)
     }
 
@@ -135,7 +133,7 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)
-        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+        if remaining.arrive() {
             succeed(in: &queue)
         }
     }
@@ -171,7 +169,7 @@ internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error
     ) {
         if case .success = result, !cancelled {
             decide(result, cancelled: false, in: &queue)
-        } else if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+        } else if remaining.arrive() {
             decide(passing: result, sourceCancelled: cancelled, in: &queue)
         }
     }
