@@ -6,10 +6,10 @@ extension FutureProtocol {
     /// let avatar = api.avatar(for: user).timeout(after: .seconds(2), on: DispatchQueue.global(), substituting: .placeholder)
     /// ```
     ///
-    /// A value that arrives after the limit is dropped. The result holds no reference to this
-    /// future, this future's handler holds only the result's storage, and the pending limit
-    /// holds it only weakly, so dropping the result while both are pending releases it and its
-    /// handlers at once; only `substitute` waits for the limit.
+    /// A value that arrives after the limit is dropped, and the substitute arrives even if this
+    /// future is released unfilled. The result holds no reference to this future, and this
+    /// future's handler holds only the result's storage, so nothing outlives whichever of the
+    /// two comes last: this future's fill (or release) and the limit.
     ///
     /// - Parameters:
     ///   - limit: How long to wait for the value.
@@ -26,10 +26,10 @@ extension FutureProtocol {
         }
         let result = Storage<Value>()
         link(result, Storage<Value>.forward)
-        // Weak: once nothing else needs the result (its future was dropped and this future was
-        // filled or released), the pending timer need not keep it and its handlers alive.
-        executor.submit(after: limit) { [weak result] in
-            _ = result?.fill(substitute)
+        // The limit keeps the result: its handlers get the substitute even if nothing else
+        // will ever fill it (this future's producer gave up and released it, say).
+        executor.submit(after: limit) {
+            _ = result.fill(substitute)
         }
         return Future(storage: result)
     }

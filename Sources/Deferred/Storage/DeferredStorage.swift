@@ -74,10 +74,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if waiters != 0 {
             RetainedBits.release(waiters, as: AsyncWaiters<Value>.self)
         }
-        let current = StorageState(rawValue: state.load(ordering: .acquiring))
-        if current.needsDetach {
+        if StorageState(rawValue: state.load(ordering: .acquiring)).needsDetach {
             var downstream = ReleaseStack()
-            detachHandlers(current, to: &downstream)
+            detachHandlers(to: &downstream)
             downstream.releaseAll()
         }
     }
@@ -223,18 +222,27 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        let current = StorageState(rawValue: state.load(ordering: .acquiring))
-        if current.needsDetach {
-            detachHandlers(current, to: &nodes)
-        }
+        detachHandlers(to: &nodes)
     }
 
-    /// Drops every handler that never ran, moving the nodes they continue into `nodes`.
+    /// Takes every handler that never ran out of the state word and drops it, moving the
+    /// nodes they continue into `nodes`; does nothing once the value is published.
     ///
-    /// Only the last owner of an unfilled storage calls this, so nothing races with it.
+    /// The last owner of an unfilled storage calls this. A weak reference (an attempt's pending
+    /// time limit) may still reach the storage and fill it at the same moment: the update and
+    /// the fill's publishing exchange decide which of the two takes the handlers, so each
+    /// handler is run or dropped, once.
     @usableFromInline
-    internal final func detachHandlers(_ current: StorageState, to nodes: inout ReleaseStack) {
-        if let node = firstHandler.take()?.linkedNode {
+    internal final func detachHandlers(to nodes: inout ReleaseStack) {
+        let (word, taken) = state.update { word in
+            let observed = StorageState(rawValue: word)
+            return observed.needsDetach ? observed.detached.rawValue : nil
+        }
+        guard taken else {
+            return
+        }
+        let current = StorageState(rawValue: word)
+        if current.isFirstReady, let node = firstHandler.take()?.linkedNode {
             nodes.push(node)
         }
         var overflow = NodeChain<HandlerNode<Value>>(head: current.overflowHead)
@@ -243,6 +251,5 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
                 nodes.push(linked)
             }
         }
-        state.store(current.detached.rawValue, ordering: .relaxed)
     }
 }

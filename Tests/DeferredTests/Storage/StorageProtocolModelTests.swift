@@ -20,6 +20,17 @@ import Testing
         #expect(search.interleavings > 1, "explored \(search.interleavings) interleavings")
     }
 
+    /// A storage's last owner releases it while a weak reference (an attempt's pending time
+    /// limit) fills it: each stored handler is run by the fill or dropped by the release, once.
+    @Test(arguments: [1, 2, 3])
+    func aFillRacingTheReleaseOfTheStorageRunsOrDropsEachHandlerOnce(_ registrants: Int) {
+        var search = ModelSearch(fills: 1, registrants: registrants, releasedWhileFilling: true)
+        search.explore()
+        let (failures, first) = (search.failures.count, search.failures.first ?? "")
+        #expect(failures == 0, "first: \(first)")
+        #expect(search.interleavings > 1)
+    }
+
     @Test(arguments: [2, 3, 4])
     func anUnfilledStorageReleasedAfterAnyRegistrationsDropsEachHandlerOnce(_ registrants: Int) {
         var search = ModelSearch(fills: 0, registrants: registrants)
@@ -36,6 +47,7 @@ private struct ModelStorage {
     var inline: Int?
     var nodes: [UInt: (handler: Int, next: UInt)] = [:]
     var runs: [Int: Int] = [:]
+    var drops: [Int: Int] = [:]
     var wins = 0
 
     mutating func run(_ handler: Int) {
@@ -61,6 +73,8 @@ private enum Party {
     case claimFirst(handler: Int, observed: StorageState, claimed: StorageState)
     case markFirstReady(handler: Int)
     case push(handler: Int, observed: StorageState)
+    /// The last owner releasing the storage: one atomic update takes the stored handlers.
+    case detach
     case done
 
     /// Takes this party's next atomic step on `storage` and returns what it does next.
@@ -115,6 +129,20 @@ private enum Party {
                 storage.word = pushed
                 return .done
             }
+        case .detach:
+            let observed = storage.word
+            guard observed.needsDetach else {
+                return .done
+            }
+            storage.word = observed.detached
+            var dropped = storage.takeOverflow(observed.overflowHead)
+            if observed.isFirstReady, let first = storage.inline.take() {
+                dropped.append(first)
+            }
+            for handler in dropped {
+                storage.drops[handler, default: 0] += 1
+            }
+            return .done
         case .done:
             return .done
         }
@@ -142,19 +170,34 @@ private enum Party {
 private struct ModelSearch {
     let fills: Int
     let registrants: Int
+    let releasedWhileFilling: Bool
     var interleavings = 0
     var failures: [String] = []
 
-    init(fills: Int, registrants: Int) {
+    init(fills: Int, registrants: Int, releasedWhileFilling: Bool = false) {
         self.fills = fills
         self.registrants = registrants
+        self.releasedWhileFilling = releasedWhileFilling
     }
 
     mutating func explore() {
-        let parties =
-            Array(repeating: Party.fill(claimed: false), count: fills)
-            + (0..<registrants).map { Party.observe(handler: $0) }
-        visit(ModelStorage(), parties, trace: [])
+        guard releasedWhileFilling else {
+            let parties =
+                Array(repeating: Party.fill(claimed: false), count: fills)
+                + (0..<registrants).map { Party.observe(handler: $0) }
+            visit(ModelStorage(), parties, trace: [])
+            return
+        }
+        // The registrants are done (each held the storage while it registered); then the fill
+        // and the release race.
+        var storage = ModelStorage()
+        for handler in 0..<registrants {
+            var party = Party.observe(handler: handler)
+            while !party.isDone {
+                party = party.step(&storage)
+            }
+        }
+        visit(storage, [.fill(claimed: false), .detach], trace: [])
     }
 
     private mutating func visit(_ storage: ModelStorage, _ parties: [Party], trace: [Int]) {
@@ -174,6 +217,16 @@ private struct ModelSearch {
     private mutating func check(_ storage: ModelStorage, trace: [Int]) {
         interleavings += 1
         var storage = storage
+        if releasedWhileFilling {
+            for handler in 0..<registrants
+            where storage.runs[handler, default: 0] + storage.drops[handler, default: 0] != 1 {
+                failures.append("handler \(handler) ran or was dropped other than once, steps \(trace)")
+            }
+            if storage.inline != nil || !storage.nodes.isEmpty {
+                failures.append("a handler was left stored, steps \(trace)")
+            }
+            return
+        }
         if fills > 0 {
             if storage.wins != 1 { failures.append("\(storage.wins) fills won, steps \(trace)") }
             if !storage.word.isFilled || storage.inline != nil || !storage.nodes.isEmpty {

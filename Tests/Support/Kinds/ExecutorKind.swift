@@ -21,7 +21,9 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
         switch self {
         case .immediate:
             let clock = VirtualTimeExecutor()
-            return ExecutorUnderTest(ImmediateExecutor(), scheduling: clock, pump: { clock.advance(by: .zero) })
+            return ExecutorUnderTest(
+                ImmediateExecutor(), scheduling: clock, pump: { clock.advance(by: .zero) },
+                passTime: { clock.advance(by: .seconds(1)) })
         case .serialQueue:
             let queue = DispatchQueue(label: "guarantees.serial")
             return ExecutorUnderTest(queue, scheduling: queue)
@@ -37,13 +39,21 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
         case .manual:
             let manual = ManualExecutor()
             let clock = VirtualTimeExecutor()
-            return ExecutorUnderTest(manual, scheduling: clock) {
-                _ = manual.runUntilIdle()
-                clock.advance(by: .zero)
-            }
+            return ExecutorUnderTest(
+                manual, scheduling: clock,
+                pump: {
+                    _ = manual.runUntilIdle()
+                    clock.advance(by: .zero)
+                },
+                passTime: {
+                    _ = manual.runUntilIdle()
+                    clock.advance(by: .seconds(1))
+                })
         case .virtualTime:
             let clock = VirtualTimeExecutor()
-            return ExecutorUnderTest(clock, scheduling: clock, pump: { clock.advance(by: .zero) })
+            return ExecutorUnderTest(
+                clock, scheduling: clock, pump: { clock.advance(by: .zero) },
+                passTime: { clock.advance(by: .seconds(1)) })
         case .invalidating:
             let queue = DispatchQueue(label: "guarantees.invalidating")
             let token = InvalidationToken()
@@ -77,10 +87,31 @@ public struct ExecutorUnderTest: Sendable {
     /// executor); `nil` for those that run on their own.
     private let pump: (@Sendable () -> Void)?
 
-    init(_ executor: any Executor, scheduling: any SchedulingExecutor, pump: (@Sendable () -> Void)? = nil) {
+    /// Moves a virtual clock on by a second, running what comes due; `nil` for real clocks.
+    private let passTime: (@Sendable () -> Void)?
+
+    init(
+        _ executor: any Executor, scheduling: any SchedulingExecutor, pump: (@Sendable () -> Void)? = nil,
+        passTime: (@Sendable () -> Void)? = nil
+    ) {
         self.executor = executor
         self.scheduling = scheduling
         self.pump = pump
+        self.passTime = passTime ?? pump
+    }
+
+    /// Lets time pass, on a virtual clock too, until `done` holds, for at most `limit`; returns
+    /// whether it holds.
+    public func settleAsTimePasses(within limit: Duration = .seconds(30), until done: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while !done() {
+            guard ContinuousClock.now < deadline else {
+                return false
+            }
+            passTime?()
+            Thread.sleep(forTimeInterval: 0.000_2)
+        }
+        return true
     }
 
     /// Lets pending work run until `done` holds, for at most `limit`; returns whether it holds.

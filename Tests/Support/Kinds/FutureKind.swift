@@ -26,8 +26,11 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
     ///   - future: The stage before.
     ///   - executor: Where the stage's step runs, and what measures its delay or limit.
     ///   - probe: What the stage's run-once closures capture and count.
+    ///   - limit: The time limit of a `timeout` stage.
     /// - Returns: The new stage, a future whose value is ``tail(depth:)`` of the chain so far.
-    public func stage(after future: Future<Int>, on executor: ExecutorUnderTest, probe: StageProbe) -> Future<Int> {
+    public func stage(
+        after future: Future<Int>, on executor: ExecutorUnderTest, probe: StageProbe, limit: Duration = .seconds(3_600)
+    ) -> Future<Int> {
         let on = executor.executor
         switch self {
         case .map:
@@ -47,7 +50,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         case .delay:
             return future.delay(by: .zero, on: executor.scheduling)
         case .timeout:
-            return future.timeout(after: .seconds(3_600), on: executor.scheduling, substituting: -1)
+            return future.timeout(after: limit, on: executor.scheduling, substituting: -1)
         case .async:
             return future.andThen(upon: .immediate) { value in
                 Future.async(upon: on) { [probe] in probe.ran(value + 1) }

@@ -57,19 +57,19 @@ internal struct SideCounts {
     }
 }
 
-/// The side units held on one hub (see ``DemandUnit``): ``SideCounts`` behind a fair spin
-/// lock.
+/// The side units held on one hub (see ``DemandUnit``): ``SideCounts`` behind a
+/// ``SleepingLock``.
 ///
 /// Side units are the uncommon case (a handler or a reader on a stage in the middle of a path,
 /// or a second path starting there), and each operation holds the lock for a dictionary update
-/// and a heap step, so a short spin is cheaper than anything that sleeps.
+/// and a heap step, so the lock spins a little before it sleeps.
 ///
 /// `@unchecked Sendable` is sound because ``counts`` is read and written only inside
 /// ``withLock(_:)``, which orders every access after the previous holder's last one.
 @usableFromInline
 internal final class SideDemand: @unchecked Sendable {
     @usableFromInline
-    internal let lock = TicketLock()
+    internal let lock = SleepingLock()
 
     @exclusivity(unchecked)
     @usableFromInline
