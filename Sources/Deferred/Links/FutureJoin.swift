@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// The node of every join of futures (`and`, `allFilled`, `valuesInFillOrder`): it is linked
 /// to each input by position, counts the inputs still to arrive, and lets the last arrival
 /// complete the join.
@@ -5,18 +7,18 @@
 /// What an arrival does with its value (store it in a slot, or yield it to a stream) and what
 /// completion does is up to the subclass; the counting and the links are here, once. The
 /// attempt joins (`allSucceeded`, `and`, `firstSucceeded`) count and store with the same parts,
-/// ``JoinCountdown`` and ``JoinSlots``. The join
+/// ``Synchronization/Atomic/arriveAtJoin()`` and ``JoinSlots``. The join
 /// holds no reference to its inputs, so dropping the joined future while they are pending
 /// leaks nothing, and a chain of joins of any length fills and releases without recursion.
 @usableFromInline
 internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
     /// How many inputs have not arrived yet.
     @usableFromInline
-    internal let remaining: JoinCountdown
+    internal let remaining: Atomic<Int>
 
     @inlinable
     internal init(count: Int) {
-        remaining = JoinCountdown(count)
+        remaining = Atomic(count)
     }
 
     /// Takes the value of the input at `index`; called once per input, before the count drops.
@@ -35,7 +37,7 @@ internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
     @inlinable
     internal final func arrive(at index: Int, with value: Element, in queue: inout DrainQueue) {
         receive(value, at: index, in: &queue)
-        if remaining.arrive() {
+        if remaining.arriveAtJoin() {
             complete(in: &queue)
         }
     }

@@ -43,26 +43,16 @@ internal struct JoinSlots<Value> {
     }
 }
 
-/// How many inputs of a join have not arrived yet: what every join of the library counts with
-/// (``FutureJoin`` for futures, the attempt joins for `allSucceeded`, `and` and
-/// `firstSucceeded`).
-///
-/// The acquiring-and-releasing decrement orders every earlier arrival's writes (its slot)
-/// before whatever the last arrival reads.
-@usableFromInline
-internal struct JoinCountdown: ~Copyable {
-    @usableFromInline
-    internal let remaining: Atomic<Int>
-
-    /// A countdown of `count` inputs.
+extension Atomic where Value == Int {
+    /// Counts one arrival at a join whose count of inputs still to arrive is this atomic;
+    /// returns whether it was the last: what every join of the library counts with
+    /// (``FutureJoin`` for futures, the attempt joins for `allSucceeded`, `and` and
+    /// `firstSucceeded`).
+    ///
+    /// The acquiring-and-releasing decrement orders every earlier arrival's writes (its slot)
+    /// before whatever the last arrival reads.
     @inlinable
-    internal init(_ count: Int) {
-        remaining = Atomic(count)
-    }
-
-    /// Counts one arrival; returns whether it was the last.
-    @inlinable
-    internal func arrive() -> Bool {
-        remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0
+    internal func arriveAtJoin() -> Bool {
+        subtract(1, ordering: .acquiringAndReleasing).newValue == 0
     }
 }

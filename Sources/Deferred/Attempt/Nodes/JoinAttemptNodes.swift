@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// A join of several attempts: owns a hub that holds one unit of demand per input, and stores
 /// what each input delivers.
 @usableFromInline
@@ -6,11 +8,11 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
 {
     /// How many inputs have not delivered yet.
     @usableFromInline
-    internal let remaining: JoinCountdown
+    internal let remaining: Atomic<Int>
 
     @usableFromInline
     internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
-        remaining = JoinCountdown(count)
+        remaining = Atomic(count)
         super.init(owningHubWith: cancellation)
     }
 
@@ -133,7 +135,7 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)
-        if remaining.arrive() {
+        if remaining.arriveAtJoin() {
             succeed(in: &queue)
         }
     }
@@ -169,7 +171,7 @@ internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error
     ) {
         if case .success = result, !cancelled {
             decide(result, cancelled: false, in: &queue)
-        } else if remaining.arrive() {
+        } else if remaining.arriveAtJoin() {
             decide(passing: result, sourceCancelled: cancelled, in: &queue)
         }
     }
