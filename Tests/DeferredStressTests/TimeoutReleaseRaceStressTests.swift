@@ -16,9 +16,16 @@ extension StressSuites {
     @Suite struct TimeoutReleaseRaceStressTests {
         static let handlers = 64
 
+        /// One round: a clock whose limit is pending, and what the handlers ran and kept alive.
+        protocol TimeoutRound: Sendable {
+            var clock: VirtualTimeExecutor { get }
+            var ran: Counter { get }
+            var live: LiveCount { get }
+        }
+
         /// An unfilled input, its timeout on a virtual clock, and handlers on the result, whose
         /// future is dropped: only the input's link and the pending limit hold the result.
-        final class FutureRound: Sendable {
+        final class FutureRound: TimeoutRound {
             let input = Mutex<Deferred<Int>?>(Deferred<Int>())
             let clock = VirtualTimeExecutor()
             let ran = Counter()
@@ -37,7 +44,7 @@ extension StressSuites {
         }
 
         /// The same for an attempt's timeout.
-        final class AttemptRound: Sendable {
+        final class AttemptRound: TimeoutRound {
             let input = Mutex<DeferredAttempt<Int, TestError>?>(DeferredAttempt<Int, TestError>())
             let clock = VirtualTimeExecutor()
             let ran = Counter()
@@ -57,38 +64,32 @@ extension StressSuites {
         }
 
         @Test func aFutureTimeoutFiringWhileItsInputIsReleasedRunsEachHandlerOnce() {
-            var outcomes: [String: Int] = [:]
-            for _ in 0..<max(1, Stress.rounds / 2_500) {
-                let rounds = (0..<500).map { _ in FutureRound() }
-                RaceHarness.run(
-                    rounds,
-                    left: { round in blackHole(round.input.withLock { $0.take() }) },
-                    right: { round in round.clock.advance(by: .seconds(1)) }
-                )
-                for round in rounds {
-                    outcomes["ran \(round.ran.value), live \(round.live.value)", default: 0] += 1
-                }
-            }
+            let outcomes = Self.race(FutureRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
             print("future timeout against the release of its input: \(outcomes)")
             #expect(outcomes.keys.sorted() == ["ran \(Self.handlers), live 0"])
         }
 
         @Test func anAttemptTimeoutFiringWhileItsSourceIsReleasedRunsEachHandlerOnce() {
+            let outcomes = Self.race(AttemptRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
+            print("attempt timeout against the release of its source: \(outcomes)")
+            let expected = ["ran 0, live 0", "ran \(Self.handlers), live 0"]
+            #expect(Set(outcomes.keys).isSubset(of: expected), "each round runs all handlers or drops all, once")
+        }
+
+        /// Races `release` against the round's clock passing the limit, in batches of 500
+        /// rounds, and counts the outcomes: how many handlers ran, and how many captures live.
+        static func race<Round: TimeoutRound>(
+            _ make: () -> Round, release: @escaping @Sendable (Round) -> Void
+        ) -> [String: Int] {
             var outcomes: [String: Int] = [:]
             for _ in 0..<max(1, Stress.rounds / 2_500) {
-                let rounds = (0..<500).map { _ in AttemptRound() }
-                RaceHarness.run(
-                    rounds,
-                    left: { round in blackHole(round.input.withLock { $0.take() }) },
-                    right: { round in round.clock.advance(by: .seconds(1)) }
-                )
+                let rounds = (0..<500).map { _ in make() }
+                RaceHarness.run(rounds, left: release, right: { round in round.clock.advance(by: .seconds(1)) })
                 for round in rounds {
                     outcomes["ran \(round.ran.value), live \(round.live.value)", default: 0] += 1
                 }
             }
-            print("attempt timeout against the release of its source: \(outcomes)")
-            let expected = ["ran 0, live 0", "ran \(Self.handlers), live 0"]
-            #expect(Set(outcomes.keys).isSubset(of: expected), "each round runs all handlers or drops all, once")
+            return outcomes
         }
     }
 }
