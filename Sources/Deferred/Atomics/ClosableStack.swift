@@ -101,12 +101,6 @@ package struct ClosableStack<Node: StackNode>: ~Copyable, @unchecked Sendable {
         word.load(ordering: .acquiring) & Self.closedBit != 0
     }
 
-    /// Whether the stack holds no node.
-    @inlinable
-    package var isEmpty: Bool {
-        word.load(ordering: .acquiring) & ~Self.closedBit == 0
-    }
-
     /// The outcome of a push.
     @frozen
     @usableFromInline

@@ -28,10 +28,6 @@ package struct BinaryHeap<Element> {
     @inlinable
     package var isEmpty: Bool { elements.isEmpty }
 
-    /// How many elements the heap holds.
-    @inlinable
-    package var count: Int { elements.count }
-
     /// Adds `element`.
     @inlinable
     package mutating func insert(_ element: Element) {

@@ -31,7 +31,7 @@ import Testing
         let second = stack.push(TrackedNode(2, live))
         #expect(first == .accepted(wasEmpty: true) && second == .accepted(wasEmpty: false))
         var taken = stack.takeAll()
-        let (isEmpty, isClosed) = (stack.isEmpty, stack.isClosed)
+        let (isEmpty, isClosed) = (stack.takeAll().isEmpty, stack.isClosed)
         #expect(isEmpty && !isClosed)
         var order: [Int] = []
         while let node = taken.popFirst() {
