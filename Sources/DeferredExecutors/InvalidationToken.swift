@@ -1,4 +1,5 @@
 public import Deferred
+import Foundation
 import Synchronization
 
 /// A switch that turns off callbacks that are no longer wanted.
@@ -20,21 +21,51 @@ import Synchronization
 /// }
 /// ```
 public final class InvalidationToken: Sendable {
-    private let valid = Atomic<Bool>(true)
+    /// The token's validity (bit 0 set when invalid) and how many bodies are running (the other
+    /// bits, counting in twos).
+    private let state = Atomic<UInt>(0)
+
+    /// The bodies run through tokens that enclose the calling code, innermost first: bound on
+    /// the thread (or task) for the length of each body, so that ``invalidate()`` called from a
+    /// body does not wait for that body.
+    @TaskLocal private static var enclosing: EnclosingBody?
 
     /// Creates a valid token.
     public init() {}
 
     /// Whether bodies submitted through this token still run.
     public var isValid: Bool {
-        valid.load(ordering: .acquiring)
+        state.load(ordering: .acquiring) & 1 == 0
     }
 
-    /// Makes the token invalid for good: bodies that have not started are skipped.
+    /// Makes the token invalid for good: once this returns, no body submitted through the
+    /// token is running or will start.
     ///
-    /// A body that is already running finishes.
+    /// Bodies that are running on other threads when it is called finish first: the call waits
+    /// for them (briefly spinning, then sleeping). A body calling it for its own token is not
+    /// waited for. So never call it while holding up a running body of the same token (for
+    /// example from the main thread while that body waits for the main thread), which would
+    /// wait forever.
     public func invalidate() {
-        valid.store(false, ordering: .releasing)
+        let before = state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue
+        guard before >> 1 != 0 else {
+            return
+        }
+        let own = Self.enclosing?.count(of: self) ?? 0
+        var pause = PauseBackoff()
+        while state.load(ordering: .acquiring) >> 1 > own {
+            pause.next()
+        }
+    }
+
+    /// Runs `body` unless the token is invalid; deciding and counting it as running is one
+    /// atomic step, so ``invalidate()`` sees every body that started.
+    fileprivate func run(_ body: () -> Void) {
+        guard state.update({ $0 & 1 == 0 ? $0 + 2 : nil }).updated else {
+            return
+        }
+        defer { state.subtract(2, ordering: .releasing) }
+        Self.$enclosing.withValue(EnclosingBody(token: self, outer: Self.enclosing), operation: body)
     }
 
     /// Returns an executor that runs bodies on `base` while this token is valid.
@@ -43,6 +74,44 @@ public final class InvalidationToken: Sendable {
     /// - Returns: An executor that checks this token before each body.
     public func validating<Base: Executor>(_ base: Base) -> InvalidatingExecutor<Base> {
         InvalidatingExecutor(base: base, token: self)
+    }
+}
+
+/// A body running through a token, and the one it runs inside, if any.
+private final class EnclosingBody: Sendable {
+    let token: InvalidationToken
+    let outer: EnclosingBody?
+
+    init(token: InvalidationToken, outer: EnclosingBody?) {
+        self.token = token
+        self.outer = outer
+    }
+
+    /// How many of the bodies from here outwards run through `token`.
+    func count(of token: InvalidationToken) -> UInt {
+        var count: UInt = 0
+        var body: EnclosingBody? = self
+        while let current = body {
+            count += current.token === token ? 1 : 0
+            body = current.outer
+        }
+        return count
+    }
+}
+
+/// Waiting that yields the processor a few times, then sleeps for longer and longer (up to a
+/// millisecond): for waits that are usually over in microseconds but may last longer.
+private struct PauseBackoff {
+    private var rounds = 0
+
+    mutating func next() {
+        rounds += 1
+        if rounds <= 16 {
+            sched_yield()
+        } else {
+            let microseconds = min(1 << min(rounds - 16, 10), 1_000)
+            Thread.sleep(forTimeInterval: Double(microseconds) / 1_000_000)
+        }
     }
 }
 
@@ -69,11 +138,7 @@ public final class InvalidatingExecutor<Base: Executor>: Executor {
         guard token.isValid else {
             return
         }
-        base.submit { [token] in
-            if token.isValid {
-                body()
-            }
-        }
+        base.submit { [token] in token.run(body) }
     }
 }
 
@@ -87,10 +152,6 @@ extension InvalidatingExecutor: SchedulingExecutor where Base: SchedulingExecuto
         guard token.isValid else {
             return
         }
-        base.submit(after: delay) { [token] in
-            if token.isValid {
-                body()
-            }
-        }
+        base.submit(after: delay) { [token] in token.run(body) }
     }
 }

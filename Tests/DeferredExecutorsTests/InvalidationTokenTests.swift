@@ -46,6 +46,68 @@ import Testing
         #expect(live.value == 0)
     }
 
+    /// Checking the token and starting the body were two steps, so on a concurrent executor a
+    /// body could start after `invalidate()` returned.
+    @Test func noBodyStartsAfterInvalidateReturnsOnAConcurrentExecutor() {
+        let queue = DispatchQueue(label: "concurrent", attributes: .concurrent)
+        let startedLate = Counter()
+        var skipped = 0
+        for _ in 0..<1_000 {
+            let token = InvalidationToken()
+            let executor = token.validating(queue)
+            let returned = Deferred<Void>()
+            let started = Counter()
+            for _ in 0..<100 {
+                executor.submit {
+                    if returned.isFilled {
+                        startedLate.increment()
+                    }
+                    started.increment()
+                }
+            }
+            // Invalidate while bodies are starting on both cores.
+            while started.value < 10 {}
+            token.invalidate()
+            returned.fill()
+            queue.sync(flags: .barrier) {}
+            skipped += 100 - started.value
+        }
+        #expect(skipped > 0, "some bodies were skipped")
+        #expect(startedLate.value == 0, "\(startedLate.value) bodies started after invalidate() returned")
+    }
+
+    @Test func invalidateWaitsForABodyRunningOnAnotherThread() {
+        let token = InvalidationToken()
+        let entered = Deferred<Void>()
+        let release = Deferred<Void>()
+        let finished = Counter()
+        token.validating(DispatchQueue.global()).submit {
+            entered.fill()
+            _ = release.value()
+            finished.increment()
+        }
+        _ = entered.value()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { release.fill() }
+        token.invalidate()
+        #expect(finished.value == 1, "invalidate() returned only once the body finished")
+    }
+
+    @Test func aBodyMayInvalidateItsOwnTokenEvenInsideAnotherTokensBody() {
+        let outer = InvalidationToken()
+        let inner = InvalidationToken()
+        let ran = Counter()
+        outer.validating(ImmediateExecutor.immediate).submit {
+            inner.validating(ImmediateExecutor.immediate).submit {
+                outer.invalidate()
+                inner.invalidate()
+                ran.increment()
+            }
+            outer.validating(ImmediateExecutor.immediate).submit { ran.increment() }
+        }
+        #expect(ran.value == 1)
+        #expect(!outer.isValid && !inner.isValid)
+    }
+
     @Test func theReusableCellShowsOnlyItsLatestRequest() {
         // A cell is reused: its first request's reply arrives after the second request's.
         final class Cell: Sendable {

@@ -1,0 +1,228 @@
+import CoreFoundation
+import Deferred
+import Foundation
+import Synchronization
+
+/// The thread of a ``ThreadExecutor`` and the work it shares with the threads that submit to
+/// it.
+///
+/// What it guarantees:
+/// - A body that ``accept(_:)`` accepts runs exactly once, on the thread, after the bodies
+///   accepted before it; one it refuses (after ``shutdown()``) is never run and is released
+///   by the caller, who learns of the refusal.
+/// - ``shutdown()`` releases every delayed body at once and lets the thread run the accepted
+///   ones; then the thread ends, and nothing of this loop outlives it: the run loop's blocks and
+///   timers refer to the work only weakly, so no cycle runs through Core Foundation.
+/// - ``isCurrentThread`` is true only on the thread, and only while it runs the loop.
+final class ThreadLoop: Sendable {
+    private let work: ThreadWork
+    private let runLoop: RunLoopReference
+
+    /// Starts a thread named `name` and returns once it runs its run loop.
+    init(name: String) {
+        let work = ThreadWork()
+        let started = Deferred<RunLoopReference>()
+        let thread = Thread {
+            ThreadLoop.nameCurrentThread(name)
+            work.run(started: started)
+        }
+        thread.start()
+        self.work = work
+        runLoop = started.wait(until: .distantFuture)!
+    }
+
+    /// Whether the calling thread is this loop's thread, while the loop runs.
+    var isCurrentThread: Bool {
+        work.isCurrentThread
+    }
+
+    /// Whether ``shutdown()`` has been called.
+    var isShutDown: Bool {
+        work.pending.isClosed
+    }
+
+    /// Queues `body` to run after the bodies accepted before it, unless the loop is shut down.
+    ///
+    /// - Returns: Whether `body` was accepted; if not, it will never run.
+    func accept(_ body: @escaping @Sendable () -> Void) -> Bool {
+        switch work.pending.push(PendingBody(body)) {
+        case .accepted(wasEmpty: true):
+            // Only the push that finds the stack empty wakes the thread; the drain takes
+            // everything pushed until it runs.
+            runLoop.perform { [weak work] in work?.drain() }
+            return true
+        case .accepted(wasEmpty: false):
+            return true
+        case .closed:
+            return false
+        }
+    }
+
+    /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
+    func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        let deadline = ContinuousClock.now.advanced(by: delay)
+        guard work.delayed.withLock({ $0.insert(deadline: deadline, body) }) else {
+            return
+        }
+        runLoop.perform(after: delay) { [weak work] in work?.runDelayed(dueBy: deadline) }
+    }
+
+    /// Refuses new bodies, releases the delayed ones, and lets the thread run the accepted
+    /// bodies and exit.
+    ///
+    /// - Returns: A future filled when the thread has finished.
+    @discardableResult
+    func shutdown() -> Future<Void> {
+        if work.pending.close() {
+            _ = work.delayed.withLock { $0.close() }
+            runLoop.perform { [weak work] in work?.finish() }
+        }
+        return Future(work.exited)
+    }
+
+    /// Gives the calling thread `name`, for Foundation and for the operating system.
+    ///
+    /// Debuggers and tools show the system's name. On Linux a name set before `start()` does
+    /// not reach the thread, and Foundation's setter does not always reach the system either,
+    /// so the name is also written where Linux keeps it.
+    private static func nameCurrentThread(_ name: String) {
+        Thread.current.name = name
+        #if os(Linux)
+            // Linux only: /proc/thread-self exists there; Darwin's Foundation sets the name itself.
+            try? String(name.utf8.prefix(15))?.write(
+                toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+        #endif
+    }
+}
+
+/// What a ``ThreadLoop``'s thread shares with the threads that submit to it.
+private final class ThreadWork: Sendable {
+    /// Bodies accepted to run now, newest first; closed by shutdown.
+    let pending = ClosableStack<PendingBody>()
+
+    /// Bodies waiting for their time.
+    let delayed = Locked(DelayedBodies())
+
+    /// Filled when the thread is about to exit.
+    let exited = Deferred<Void>()
+
+    /// The thread while it runs the loop; cleared before it exits, so that a later thread
+    /// given the same system identifier never passes for it.
+    private let runningThread = Atomic<UInt>(0)
+
+    /// Set by the thread when the last bodies have run.
+    private let isFinished = Atomic<Bool>(false)
+
+    var isCurrentThread: Bool {
+        let running = runningThread.load(ordering: .acquiring)
+        return running != 0 && running == ThreadWork.currentThread
+    }
+
+    /// The thread's life: runs the run loop until ``finish()``, then releases what is left.
+    func run(started: Deferred<RunLoopReference>) {
+        runningThread.store(ThreadWork.currentThread, ordering: .releasing)
+        let runLoop = CFRunLoopGetCurrent()!
+        // A run loop without sources returns at once; a timer in the far future is the
+        // simplest source to keep it waiting for work.
+        let keepAlive = CFRunLoopTimerCreateWithHandler(nil, .greatestFiniteMagnitude, 0, 0, 0) { _ in }
+        CFRunLoopAddTimer(runLoop, keepAlive, kCFRunLoopDefaultMode)
+        started.fill(with: RunLoopReference(runLoop: runLoop, inCommonModes: false))
+        while !isFinished.load(ordering: .acquiring) {
+            _ = RunLoop.current.run(mode: .default, before: .distantFuture)
+        }
+        CFRunLoopTimerInvalidate(keepAlive)
+        runningThread.store(0, ordering: .releasing)
+        exited.fill()
+    }
+
+    /// Runs the pending bodies in order; on the thread.
+    func drain() {
+        var bodies = pending.takeAll().reversed()
+        while let pending = bodies.popFirst() {
+            pending.body()
+        }
+    }
+
+    /// Runs the delayed bodies due by `deadline` or by now, whichever is later, in order of
+    /// deadline, then of submission; on the thread.
+    ///
+    /// The timer for the body due at `deadline` calls it, so that body runs even if the timer
+    /// fires a little before the clock says it is due.
+    func runDelayed(dueBy deadline: ContinuousClock.Instant) {
+        let end = max(deadline, .now)
+        while let body = delayed.withLock({ $0.popFirst(dueBy: end) }) {
+            body()
+        }
+    }
+
+    /// Runs the last bodies and ends the loop; on the thread, after shutdown closed the stack.
+    func finish() {
+        // The stack is closed, so nothing is pushed after this drain.
+        drain()
+        isFinished.store(true, ordering: .releasing)
+        CFRunLoopStop(CFRunLoopGetCurrent())
+    }
+
+    /// The system's identifier of the calling thread.
+    private static var currentThread: UInt {
+        #if canImport(Darwin)
+            // Darwin's pthread_t is a pointer, Linux's an integer.
+            UInt(bitPattern: pthread_self())
+        #else
+            UInt(pthread_self())
+        #endif
+    }
+}
+
+/// A body waiting on a ``ThreadExecutor``'s stack; released right after it runs.
+private final class PendingBody: StackNode {
+    let body: @Sendable () -> Void
+    var next: UInt = 0
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+}
+
+/// The delayed bodies of a ``ThreadExecutor``, by deadline, then submission.
+private struct DelayedBodies: Sendable {
+    fileprivate struct Entry: Sendable {
+        let deadline: ContinuousClock.Instant
+        let sequence: Int
+        let body: @Sendable () -> Void
+
+        @Sendable static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+            (lhs.deadline, lhs.sequence) < (rhs.deadline, rhs.sequence)
+        }
+    }
+
+    private var heap = BinaryHeap(by: Entry.precedes)
+    private var nextSequence = 0
+    private var isClosed = false
+
+    /// Adds `body` unless the executor shut down.
+    mutating func insert(deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () -> Void) -> Bool {
+        guard !isClosed else {
+            return false
+        }
+        heap.insert(Entry(deadline: deadline, sequence: nextSequence, body: body))
+        nextSequence += 1
+        return true
+    }
+
+    /// Takes the first body if it is due by `end`.
+    mutating func popFirst(dueBy end: ContinuousClock.Instant) -> (@Sendable () -> Void)? {
+        guard let first = heap.first, first.deadline <= end else {
+            return nil
+        }
+        return heap.popFirst()?.body
+    }
+
+    /// Refuses new bodies and hands back the waiting ones, for the caller to release outside
+    /// the lock (their captures' deinitializers may submit again).
+    mutating func close() -> BinaryHeap<Entry> {
+        isClosed = true
+        defer { heap = BinaryHeap(by: Entry.precedes) }
+        return heap
+    }
+}

@@ -1,0 +1,121 @@
+import Deferred
+import DeferredExecutors
+import Foundation
+import TestSupport
+import Testing
+
+/// What a ThreadExecutor leaves behind when it stops: nothing it was given, and no identity a
+/// later thread could share.
+@Suite struct ThreadExecutorLifecycleTests {
+    @Test func delayedBodiesNotYetDueAreReleasedByShutdown() {
+        let executor = ThreadExecutor(name: "delays")
+        let live = LiveCount()
+        let ran = Counter()
+        for _ in 0..<50 {
+            let tracked = LifetimeTracked(live)
+            executor.submit(after: .seconds(3600)) {
+                _ = tracked
+                ran.increment()
+            }
+        }
+        #expect(live.value == 50)
+        let exited = executor.shutdown()
+        #expect(live.value == 0, "shutdown released every delayed body")
+        #expect(exited.value() != nil)
+        #expect(ran.value == 0)
+    }
+
+    @Test func delayedBodiesRunInOrderOfDeadlineThenSubmission() {
+        let executor = ThreadExecutor(name: "delay order")
+        defer { executor.shutdown() }
+        let recorder = OrderRecorder(count: 4)
+        let done = Deferred<Void>()
+        executor.submit(after: .milliseconds(30)) {
+            recorder.record(3)
+            done.fill()
+        }
+        executor.submit(after: .milliseconds(10)) { recorder.record(0) }
+        executor.submit(after: .milliseconds(20)) { recorder.record(1) }
+        executor.submit(after: .milliseconds(20)) { recorder.record(2) }
+        #expect(done.value() != nil)
+        #expect(recorder.order == [0, 1, 2, 3])
+    }
+
+    /// The system reuses a finished thread's identifier for new threads; an identity based on it
+    /// alone made `isCurrent` and `isIsolatingCurrentContext()` true on unrelated threads.
+    @Test func noLaterThreadPassesForTheExecutorsThread() {
+        let executor = ThreadExecutor(name: "finished")
+        let onItsThread = Deferred<Bool>()
+        executor.submit { onItsThread.fill(with: executor.isCurrent) }
+        #expect(onItsThread.value() == true)
+        #expect(executor.shutdown().value() != nil)
+        let mistaken = Counter()
+        for _ in 0..<200 {
+            let checked = Deferred<Void>()
+            let thread = Thread {
+                if executor.isCurrent || executor.isIsolatingCurrentContext() == true {
+                    mistaken.increment()
+                }
+                checked.fill()
+            }
+            thread.start()
+            _ = checked.value()
+        }
+        #expect(mistaken.value == 0, "\(mistaken.value) of 200 later threads passed for the executor's thread")
+    }
+
+    @Test func theThreadExitsAndReleasesEverythingWhenTheExecutorIsReleasedWithWorkQueued() {
+        let live = LiveCount()
+        let ran = Counter()
+        let exited: Future<Void>
+        do {
+            let executor = ThreadExecutor(name: "released")
+            let gate = Deferred<Void>()
+            executor.submit { _ = gate.value() }
+            for _ in 0..<10 {
+                let tracked = LifetimeTracked(live)
+                executor.submit {
+                    _ = tracked
+                    ran.increment()
+                }
+                executor.submit(after: .seconds(3600)) { _ = tracked }
+            }
+            exited = executor.shutdown()
+            gate.fill()
+        }
+        #expect(exited.value() != nil)
+        #expect(ran.value == 10, "bodies queued before the shutdown ran")
+        #expect(live.value == 0)
+    }
+
+    #if !os(iOS) && !os(tvOS) && !os(watchOS) && !os(visionOS)  // exit tests need a child process
+        /// A job racing shutdown either runs or stops the program with a message naming the
+        /// executor; never is it dropped, leaving its task suspended forever.
+        ///
+        /// Checking "shut down?" and then queueing were two steps, and a job could slip between
+        /// them. Now the queueing itself refuses, and a refusal traps.
+        @Test func aJobRacingShutdownRunsOrStopsTheProgramNamingTheExecutor() async {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                for round in 0..<10_000 {
+                    let executor = ThreadExecutor(name: "racing \(round)")
+                    let finished = Deferred<Void>()
+                    let watchdog = DispatchWorkItem {
+                        FileHandle.standardError.write(Data("round \(round): the job was lost\n".utf8))
+                        endExitTest(passed: true)
+                    }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+                    Thread { executor.shutdown() }.start()
+                    Task(executorPreference: executor) { finished.fill() }
+                    await finished.value
+                    watchdog.cancel()
+                }
+                FileHandle.standardError.write(Data("no round refused the job\n".utf8))
+                endExitTest(passed: true)
+            }
+            let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+            #expect(message.contains("a job was enqueued on ThreadExecutor \"racing"))
+            #expect(message.contains("after shutdown()"))
+            #expect(!message.contains("was lost"))
+        }
+    #endif
+}
