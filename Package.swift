@@ -9,6 +9,10 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// Settings of the test targets: `EXIT_TESTS` where Swift Testing can run a test in a child
+/// process (`#expect(processExitsWith:)`); iOS, tvOS, watchOS and visionOS cannot.
+let testSwiftSettings = swiftSettings + [.define("EXIT_TESTS", .when(platforms: [.macOS, .linux, .windows]))]
+
 let package = Package(
     name: "Deferred",
     // `Synchronization` (the atomics of the core) needs these releases on Apple platforms.
@@ -35,19 +39,19 @@ let package = Package(
         .testTarget(
             name: "DeferredTests",
             dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
         .testTarget(
             name: "DeferredExecutorsTests",
             dependencies: ["DeferredExecutors", "TestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
         // The reliability suite: races, random graphs, resources and misuse. Its sizes come from
         // the environment (see Docs/Reliability.md), so CI can run it bigger in release mode.
         .testTarget(
             name: "DeferredStressTests",
             dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSwiftSettings
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -28,7 +28,12 @@ struct RunLoopReference: @unchecked Sendable {
 
     /// Runs `body` on the run loop's next turn, waking it if it sleeps.
     func perform(_ body: @escaping @Sendable () -> Void) {
-        CFRunLoopPerformBlock(runLoop, mode, body)
+        #if canImport(Darwin)
+            // Darwin's CFRunLoopMode is a struct around the CFString this CFTypeRef parameter takes.
+            CFRunLoopPerformBlock(runLoop, mode.rawValue, body)
+        #else
+            CFRunLoopPerformBlock(runLoop, mode, body)
+        #endif
         CFRunLoopWakeUp(runLoop)
     }
 

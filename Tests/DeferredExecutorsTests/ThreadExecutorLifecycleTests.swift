@@ -88,7 +88,7 @@ import Testing
         #expect(live.value == 0)
     }
 
-    #if !os(iOS) && !os(tvOS) && !os(watchOS) && !os(visionOS)  // exit tests need a child process
+    #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
         /// A job racing shutdown either runs or stops the program with a message naming the
         /// executor; never is it dropped, leaving its task suspended forever.
         ///

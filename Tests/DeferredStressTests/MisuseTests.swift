@@ -11,7 +11,7 @@ extension StressSuites {
     @Suite struct MisuseTests {
         // MARK: Waiting on the executor that must fill the value
 
-        #if DEBUG
+        #if DEBUG && EXIT_TESTS  // a debug-build check, seen from a child process
             @Test func waitingOnAThreadExecutorForAMapOnItTraps() async {
                 let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                     let executor = ThreadExecutor(name: "waits for itself")

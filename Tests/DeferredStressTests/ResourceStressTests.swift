@@ -15,86 +15,88 @@ extension StressSuites {
     /// The measurements run in child processes (exit tests), so no other test's memory or threads
     /// count.
     @Suite struct ResourceStressTests {
-        @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
-        func residentMemoryStaysFlatOverAMillionFillUponCycles() async {
-            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-                func cycles(_ count: Int) {
-                    for index in 0..<count {
-                        let deferred = Deferred<[Int]>()
-                        let mapped = deferred.map(upon: .immediate) { $0.count }
-                        deferred.upon(.immediate) { blackHole($0) }
-                        mapped.upon(.immediate) { blackHole($0) }
-                        deferred.fill(with: [index])
+        #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
+            @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+            func residentMemoryStaysFlatOverAMillionFillUponCycles() async {
+                let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                    func cycles(_ count: Int) {
+                        for index in 0..<count {
+                            let deferred = Deferred<[Int]>()
+                            let mapped = deferred.map(upon: .immediate) { $0.count }
+                            deferred.upon(.immediate) { blackHole($0) }
+                            mapped.upon(.immediate) { blackHole($0) }
+                            deferred.fill(with: [index])
+                        }
                     }
+                    cycles(100_000)  // warm the allocator up
+                    let before = residentMemory() ?? 0
+                    cycles(1_000_000)
+                    let growth = (residentMemory() ?? 0) - before
+                    // Kept, one cycle's objects would cost at least 150 bytes: 150 MB for a million.
+                    print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
+                    endExitTest(passed: growth < 8_000_000)
                 }
-                cycles(100_000)  // warm the allocator up
-                let before = residentMemory() ?? 0
-                cycles(1_000_000)
-                let growth = (residentMemory() ?? 0) - before
-                // Kept, one cycle's objects would cost at least 150 bytes: 150 MB for a million.
-                print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
-                endExitTest(passed: growth < 8_000_000)
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                print("fill/upon cycles: \(report)")
             }
-            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-            print("fill/upon cycles: \(report)")
-        }
 
-        @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
-        func residentMemoryStaysFlatOverAMillionAttemptCreateCancelCycles() async {
-            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-                func cycles(_ count: Int) {
-                    for index in 0..<count {
-                        let writer = DeferredAttempt<[Int], TestError>()
-                        writer.onCancel { blackHole(index) }
-                        let mapped = writer.attempt.map(upon: .immediate) { $0.count }
-                        mapped.uponSuccess(.immediate) { blackHole($0) }
-                        mapped.cancel()
+            @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+            func residentMemoryStaysFlatOverAMillionAttemptCreateCancelCycles() async {
+                let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                    func cycles(_ count: Int) {
+                        for index in 0..<count {
+                            let writer = DeferredAttempt<[Int], TestError>()
+                            writer.onCancel { blackHole(index) }
+                            let mapped = writer.attempt.map(upon: .immediate) { $0.count }
+                            mapped.uponSuccess(.immediate) { blackHole($0) }
+                            mapped.cancel()
+                        }
                     }
+                    cycles(100_000)  // warm the allocator up
+                    let before = residentMemory() ?? 0
+                    cycles(1_000_000)
+                    let growth = (residentMemory() ?? 0) - before
+                    // Kept, one cycle's objects would cost at least 200 bytes: 200 MB for a million.
+                    print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
+                    endExitTest(passed: growth < 8_000_000)
                 }
-                cycles(100_000)  // warm the allocator up
-                let before = residentMemory() ?? 0
-                cycles(1_000_000)
-                let growth = (residentMemory() ?? 0) - before
-                // Kept, one cycle's objects would cost at least 200 bytes: 200 MB for a million.
-                print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
-                endExitTest(passed: growth < 8_000_000)
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                print("attempt create/cancel cycles: \(report)")
             }
-            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-            print("attempt create/cancel cycles: \(report)")
-        }
 
-        @Test(.timeLimit(.minutes(2)), .enabled(if: threadCount() != nil))
-        func shutDownThreadExecutorsLeaveNoThreadBehind() async {
-            let result = await #expect(
-                processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]
-            ) {
-                let before = threadCount() ?? 0
-                let executors = (0..<20).map { ThreadExecutor(name: "shut down \($0)") }
-                let ran = Counter()
-                for executor in executors {
-                    executor.submit { ran.increment() }
+            @Test(.timeLimit(.minutes(2)), .enabled(if: threadCount() != nil))
+            func shutDownThreadExecutorsLeaveNoThreadBehind() async {
+                let result = await #expect(
+                    processExitsWith: .success, observing: [\.standardOutputContent, \.standardErrorContent]
+                ) {
+                    let before = threadCount() ?? 0
+                    let executors = (0..<20).map { ThreadExecutor(name: "shut down \($0)") }
+                    let ran = Counter()
+                    for executor in executors {
+                        executor.submit { ran.increment() }
+                    }
+                    let during = threadCount() ?? 0
+                    for executor in executors {
+                        await executor.shutdown().value
+                    }
+                    // A thread reports that it stopped just before it ends; give the system a moment.
+                    var after = threadCount() ?? 0
+                    for _ in 0..<200 where after > before {
+                        try? await Task.sleep(for: .milliseconds(10))
+                        after = threadCount() ?? 0
+                    }
+                    print("threads: \(before) before, \(during) with 20 executors, \(after) after shutdown")
+                    endExitTest(passed: ran.value == 20 && during >= before + 20 && after <= before)
                 }
-                let during = threadCount() ?? 0
-                for executor in executors {
-                    await executor.shutdown().value
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                print("thread executors: \(report)")
+                if result?.exitStatus != .exitCode(EXIT_SUCCESS) {
+                    // Why the child failed, when it had no chance to say so on standard output.
+                    let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+                    print("thread executors, the child's standard error: \(errors)")
                 }
-                // A thread reports that it stopped just before it ends; give the system a moment.
-                var after = threadCount() ?? 0
-                for _ in 0..<200 where after > before {
-                    try? await Task.sleep(for: .milliseconds(10))
-                    after = threadCount() ?? 0
-                }
-                print("threads: \(before) before, \(during) with 20 executors, \(after) after shutdown")
-                endExitTest(passed: ran.value == 20 && during >= before + 20 && after <= before)
             }
-            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-            print("thread executors: \(report)")
-            if result?.exitStatus != .exitCode(EXIT_SUCCESS) {
-                // Why the child failed, when it had no chance to say so on standard output.
-                let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-                print("thread executors, the child's standard error: \(errors)")
-            }
-        }
+        #endif
 
         @Test func handlersAndTheirCapturesAreReleasedOnEveryKindOfExecutor() {
             let thread = ThreadExecutor(name: "releases captures")

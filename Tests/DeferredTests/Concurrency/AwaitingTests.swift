@@ -86,24 +86,26 @@ import Testing
         base.fill(with: 1)
     }
 
-    @Test(.timeLimit(.minutes(2)), .enabled(if: residentMemory() != nil))
-    func cancelledWaitersLeaveMemoryFlat() async {
-        // Measured in a child process of its own, so that no other test's memory counts. (Tasks
-        // waiting in large batches make resident memory swing by megabytes on their own; the
-        // registry's size after batches is checked exactly in RepresentationTests.)
-        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-            let deferred = Deferred<[UInt8]>()
-            await cancelWaiters(on: deferred, count: 5_000, together: 1)  // warm the caches up
-            let before = residentMemory() ?? 0
-            await cancelWaiters(on: deferred, count: 100_000, together: 1)
-            let growth = (residentMemory() ?? 0) - before
-            // Kept, each cancelled waiter would cost about 100 bytes: 10 MB for 100,000.
-            print("resident memory grew by \(growth) bytes")
-            endExitTest(passed: growth < 3_000_000)
+    #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
+        @Test(.timeLimit(.minutes(2)), .enabled(if: residentMemory() != nil))
+        func cancelledWaitersLeaveMemoryFlat() async {
+            // Measured in a child process of its own, so that no other test's memory counts. (Tasks
+            // waiting in large batches make resident memory swing by megabytes on their own; the
+            // registry's size after batches is checked exactly in RepresentationTests.)
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                let deferred = Deferred<[UInt8]>()
+                await cancelWaiters(on: deferred, count: 5_000, together: 1)  // warm the caches up
+                let before = residentMemory() ?? 0
+                await cancelWaiters(on: deferred, count: 100_000, together: 1)
+                let growth = (residentMemory() ?? 0) - before
+                // Kept, each cancelled waiter would cost about 100 bytes: 10 MB for 100,000.
+                print("resident memory grew by \(growth) bytes")
+                endExitTest(passed: growth < 3_000_000)
+            }
+            let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+            print("100,000 cancelled waiters on one unfilled future: \(report)")
         }
-        let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-        print("100,000 cancelled waiters on one unfilled future: \(report)")
-    }
+    #endif
 }
 
 /// Starts `count` tasks awaiting `deferred`, `together` at a time, and cancels them.
