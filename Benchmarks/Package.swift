@@ -33,6 +33,7 @@ let package = Package(
             name: "BenchmarkScenarios",
             dependencies: [
                 .product(name: "Deferred", package: "Deferred"),
+                .product(name: "DeferredExecutors", package: "Deferred"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -36,9 +36,10 @@ public struct Trial {
     }
 }
 
-/// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, and S10–S11 for attempts.
+/// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, S10–S11 for attempts, and
+/// S12–S13 for the test executors.
 public struct Scenario: Sendable {
-    /// The scenario's id, `S1` to `S11`.
+    /// The scenario's id, `S1` to `S13`.
     public let id: String
     /// What it does, in a few words.
     public let title: String
@@ -64,6 +65,6 @@ extension Scenario {
     public static let all: [Scenario] = [
         .createFillUpon, .createUponFill, .fanOut, .mapChain, .join,
         .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory, .attemptCreateSucceed,
-        .attemptMapChain,
+        .attemptMapChain, .manualDrain, .virtualTimeAdvance,
     ]
 }
