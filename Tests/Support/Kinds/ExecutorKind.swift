@@ -9,8 +9,8 @@ public import Testing
 ///
 /// A new executor joins this list in the change that adds it.
 public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case immediate, serialQueue, concurrentQueue, mainActor, operationQueue, thread, manual, virtualTime
-    case invalidating, userWritten
+    case immediate, serialQueue, concurrentQueue, mainActor, operationQueue, thread, runLoop, manual
+    case virtualTime, invalidating, userWritten
 
     /// The case name, as the test log shows it.
     public var testDescription: String { rawValue }
@@ -36,6 +36,8 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
             return ExecutorUnderTest(Self.sharedOperationQueue, scheduling: DispatchQueue.global())
         case .thread:
             return ExecutorUnderTest(Self.sharedThread, scheduling: Self.sharedThread)
+        case .runLoop:
+            return ExecutorUnderTest(Self.sharedRunLoop, scheduling: Self.sharedRunLoop)
         case .manual:
             let manual = ManualExecutor()
             let clock = VirtualTimeExecutor()
@@ -63,6 +65,34 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
         }
     }
 
+    /// Whether bodies submitted from one thread run one at a time, in the order submitted.
+    public var isSerial: Bool {
+        switch self {
+        case .concurrentQueue, .operationQueue: false
+        default: true
+        }
+    }
+
+    /// A fresh executor of this kind with the way to stop it, for the kinds that can be stopped:
+    /// a thread shuts down, and an invalidating executor's token is invalidated.
+    public func makeStoppable() -> StoppableExecutor? {
+        switch self {
+        case .thread:
+            let thread = ThreadExecutor(name: "conformance.thread")
+            return StoppableExecutor(
+                under: ExecutorUnderTest(thread, scheduling: thread), runsAcceptedBodies: true,
+                stop: { _ = thread.shutdown().wait(until: .now() + 30) })
+        case .invalidating:
+            let queue = DispatchQueue(label: "conformance.invalidating")
+            let token = InvalidationToken()
+            return StoppableExecutor(
+                under: ExecutorUnderTest(token.validating(queue), scheduling: token.validating(queue)),
+                runsAcceptedBodies: false, stop: token.invalidate)
+        default:
+            return nil
+        }
+    }
+
     /// One operation queue for every test: each would otherwise leave threads behind.
     private static let sharedOperationQueue: OperationQueue = {
         let queue = OperationQueue()
@@ -72,6 +102,29 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
 
     /// One thread for every test, never shut down.
     private static let sharedThread = ThreadExecutor(name: "guarantees.thread")
+
+    /// The thread whose run loop ``sharedRunLoop`` is, never shut down.
+    private static let runLoopHost = ThreadExecutor(name: "guarantees.runloop")
+
+    /// The run loop of ``runLoopHost``.
+    private static let sharedRunLoop: RunLoopExecutor = {
+        let executor = Deferred<RunLoopExecutor>()
+        runLoopHost.submit { executor.fill(with: .current()) }
+        return executor.wait(until: .distantFuture)!
+    }()
+}
+
+/// An executor that can be stopped, and what stopping does to the bodies it already accepted.
+public struct StoppableExecutor: Sendable {
+    /// The executor.
+    public let under: ExecutorUnderTest
+
+    /// Whether bodies accepted before the stop still run (a thread's shutdown) or are skipped
+    /// (an invalidated token).
+    public let runsAcceptedBodies: Bool
+
+    /// Stops it; returns once no accepted body is left to start, when the kind promises that.
+    public let stop: @Sendable () -> Void
 }
 
 /// An executor under test, with the scheduling executor that `delay` and `timeout` use beside

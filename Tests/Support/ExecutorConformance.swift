@@ -1,0 +1,104 @@
+import Deferred
+import Dispatch
+import Foundation
+import Testing
+
+/// What every executor promises, checked on one executor under test.
+///
+/// Every executor runs each body it accepts exactly once and releases it after it runs; a
+/// serial one runs the bodies submitted from one thread in that order; a scheduling one runs a
+/// delayed body once, after its delay; one that can be stopped never runs a body submitted
+/// after the stop and releases it at once. The tests in DeferredExecutorsTests run each check
+/// over every ``ExecutorKind``.
+public enum ExecutorConformance {
+    /// Bodies submitted from four threads at once each run exactly once, and never again.
+    public static func checkExactlyOnce(_ under: ExecutorUnderTest, bodies: Int = 1_000) {
+        let runs = (0..<bodies).map { _ in Counter() }
+        DispatchQueue.concurrentPerform(iterations: 4) { part in
+            for index in stride(from: part, to: bodies, by: 4) {
+                under.executor.submit { runs[index].increment() }
+            }
+        }
+        let allRan = under.settle { runs.allSatisfy { $0.value >= 1 } }
+        under.idle()
+        #expect(allRan, "every body ran")
+        #expect(runs.allSatisfy { $0.value <= 1 }, "no body ran twice")
+    }
+
+    /// Bodies submitted from one thread run in the order submitted.
+    public static func checkOrder(_ under: ExecutorUnderTest, bodies: Int = 1_000) {
+        let recorder = OrderRecorder(count: bodies)
+        let ran = Counter()
+        for index in 0..<bodies {
+            under.executor.submit {
+                recorder.record(index)
+                ran.increment()
+            }
+        }
+        #expect(under.settle { ran.value == bodies })
+        #expect(recorder.order == Array(0..<bodies))
+    }
+
+    /// Each body's captures are released once it has run, while the executor is still in use.
+    public static func checkRelease(_ under: ExecutorUnderTest, bodies: Int = 100) {
+        let live = LiveCount()
+        let ran = Counter()
+        for _ in 0..<bodies {
+            let tracked = LifetimeTracked(live)
+            under.executor.submit {
+                _ = tracked
+                ran.increment()
+            }
+        }
+        #expect(under.settle { ran.value == bodies })
+        #expect(under.settle(within: .seconds(10)) { live.value == 0 }, "\(live.value) bodies still held")
+    }
+
+    /// Delayed bodies each run exactly once, as time passes (real or virtual), and are released.
+    public static func checkDelayedBodies(_ under: ExecutorUnderTest, bodies: Int = 50) {
+        let live = LiveCount()
+        let runs = (0..<bodies).map { _ in Counter() }
+        for index in 0..<bodies {
+            let tracked = LifetimeTracked(live)
+            under.scheduling.submit(after: .milliseconds(5)) {
+                _ = tracked
+                runs[index].increment()
+            }
+        }
+        #expect(under.settleAsTimePasses { runs.allSatisfy { $0.value >= 1 } }, "every delayed body ran")
+        under.idle()
+        #expect(runs.allSatisfy { $0.value <= 1 }, "no delayed body ran twice")
+        #expect(under.settle(within: .seconds(10)) { live.value == 0 })
+    }
+
+    /// A body submitted after the stop never runs and is released at once; one accepted before
+    /// runs at most once (exactly once where the kind promises it) and is released.
+    public static func checkStop(_ stoppable: StoppableExecutor, bodies: Int = 100) {
+        let under = stoppable.under
+        let live = LiveCount()
+        let ran = Counter()
+        for _ in 0..<bodies {
+            let tracked = LifetimeTracked(live)
+            under.executor.submit {
+                _ = tracked
+                ran.increment()
+            }
+        }
+        stoppable.stop()
+        let ranByStop = ran.value
+        let lateLive = LiveCount()
+        for _ in 0..<10 {
+            let tracked = LifetimeTracked(lateLive)
+            under.executor.submit { _ = tracked }
+            under.scheduling.submit(after: .zero) { _ = tracked }
+        }
+        #expect(lateLive.value == 0, "bodies submitted after the stop were released at once")
+        under.idle()
+        #expect(under.settle(within: .seconds(10)) { live.value == 0 }, "bodies accepted before were released")
+        if stoppable.runsAcceptedBodies {
+            #expect(ran.value == bodies, "every body accepted before the stop ran")
+        } else {
+            #expect(ran.value == ranByStop, "no body started after the stop returned")
+        }
+    }
+}
