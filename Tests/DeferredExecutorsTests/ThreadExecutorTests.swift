@@ -167,7 +167,7 @@ import Testing
 
 /// The operating system's name for the calling thread, as debuggers show it.
 private func currentThreadName() -> String {
-    #if os(Linux)
+    #if os(Linux)  // Linux keeps the name in /proc; Darwin answers pthread_getname_np
         let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
         return name.trimmingCharacters(in: .newlines)
     #else

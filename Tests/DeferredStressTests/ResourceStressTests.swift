@@ -163,7 +163,7 @@ extension StressSuites {
 
 /// How many threads this process has, where the platform reports it (Linux).
 private func threadCount() -> Int? {
-    #if os(Linux)
+    #if os(Linux)  // /proc/self/task is Linux's; elsewhere the thread-count test is skipped
         return try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
     #else
         return nil

@@ -9,7 +9,7 @@ public func residentMemory() -> Int? {
     guard ProcessInfo.processInfo.environment["DEFERRED_SANITIZER"] == nil else {
         return nil
     }
-    #if os(Linux)
+    #if os(Linux)  // /proc/self/statm is Linux's; elsewhere the memory tests are skipped
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else {
             return nil
         }
