@@ -28,6 +28,10 @@ public final class InvalidationToken: Sendable {
     /// The bodies run through tokens that enclose the calling code, innermost first: bound on
     /// the thread (or task) for the length of each body, so that ``invalidate()`` called from a
     /// body does not wait for that body.
+    ///
+    /// A task started inside a body inherits the binding though it runs elsewhere, so each
+    /// entry also names the thread its body runs on, and only entries of the calling thread
+    /// count.
     @TaskLocal private static var enclosing: EnclosingBody?
 
     /// Creates a valid token.
@@ -51,7 +55,7 @@ public final class InvalidationToken: Sendable {
         guard before >> 1 != 0 else {
             return
         }
-        let own = Self.enclosing?.count(of: self) ?? 0
+        let own = Self.enclosing?.count(of: self, on: currentThreadIdentifier) ?? 0
         var pause = PauseBackoff()
         while state.load(ordering: .acquiring) >> 1 > own {
             pause.next()
@@ -65,7 +69,8 @@ public final class InvalidationToken: Sendable {
             return
         }
         defer { state.subtract(2, ordering: .releasing) }
-        Self.$enclosing.withValue(EnclosingBody(token: self, outer: Self.enclosing), operation: body)
+        Self.$enclosing.withValue(
+            EnclosingBody(token: self, thread: currentThreadIdentifier, outer: Self.enclosing), operation: body)
     }
 
     /// Returns an executor that runs bodies on `base` while this token is valid.
@@ -77,22 +82,24 @@ public final class InvalidationToken: Sendable {
     }
 }
 
-/// A body running through a token, and the one it runs inside, if any.
+/// A body running through a token, the thread it runs on, and the body it runs inside, if any.
 private final class EnclosingBody: Sendable {
     let token: InvalidationToken
+    let thread: UInt
     let outer: EnclosingBody?
 
-    init(token: InvalidationToken, outer: EnclosingBody?) {
+    init(token: InvalidationToken, thread: UInt, outer: EnclosingBody?) {
         self.token = token
+        self.thread = thread
         self.outer = outer
     }
 
-    /// How many of the bodies from here outwards run through `token`.
-    func count(of token: InvalidationToken) -> UInt {
+    /// How many of the bodies from here outwards run through `token` on `thread`.
+    func count(of token: InvalidationToken, on thread: UInt) -> UInt {
         var count: UInt = 0
         var body: EnclosingBody? = self
         while let current = body {
-            count += current.token === token ? 1 : 0
+            count += current.token === token && current.thread == thread ? 1 : 0
             body = current.outer
         }
         return count

@@ -19,8 +19,13 @@ public import Deferred
 /// ``isShutDown`` tells that this happened. Delayed bodies that are not yet due at shutdown are
 /// released by ``shutdown()`` without running. An actor job enqueued after shutdown stops the
 /// program with a message naming the executor (see ``enqueue(_:)``). Once the thread has
-/// exited, nothing of the executor is left behind, and ``isCurrent`` is false on every thread,
-/// including later ones that the system gives the same identifier.
+/// exited, nothing of the executor is left behind but its run loop (with any timers that bodies
+/// left in it), which goes with the executor; ``isCurrent`` is false on every thread, including
+/// later ones that the system gives the same identifier.
+///
+/// A body may run the run loop itself (to wait for a `Timer`, say): bodies submitted meanwhile
+/// run inside it, still in submission order, after those queued before them; and a shutdown that
+/// comes meanwhile still ends the thread once the body returns.
 public final class ThreadExecutor: SchedulingExecutor {
     /// The name of the executor and its thread, for debuggers and logs.
     public let name: String

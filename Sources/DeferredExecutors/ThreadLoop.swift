@@ -100,6 +100,11 @@ private final class ThreadWork: Sendable {
     /// Bodies accepted to run now, newest first; closed by shutdown.
     let pending = ClosableStack<PendingBody>()
 
+    /// Bodies taken from ``pending`` that have not run yet, oldest first; touched only by the
+    /// thread. A drain runs them from here, so that a drain nested in a body (a run loop run
+    /// inside it) runs the older bodies first and submission order holds.
+    private let taken = Locked(BodyQueue())
+
     /// Bodies waiting for their time.
     let delayed = Locked(DelayedBodies())
 
@@ -115,12 +120,12 @@ private final class ThreadWork: Sendable {
 
     var isCurrentThread: Bool {
         let running = runningThread.load(ordering: .acquiring)
-        return running != 0 && running == ThreadWork.currentThread
+        return running != 0 && running == currentThreadIdentifier
     }
 
     /// The thread's life: runs the run loop until ``finish()``, then releases what is left.
     func run(started: Deferred<RunLoopReference>) {
-        runningThread.store(ThreadWork.currentThread, ordering: .releasing)
+        runningThread.store(currentThreadIdentifier, ordering: .releasing)
         let runLoop = CFRunLoopGetCurrent()!
         // A run loop without sources returns at once; a timer in the far future is the
         // simplest source to keep it waiting for work.
@@ -136,10 +141,24 @@ private final class ThreadWork: Sendable {
     }
 
     /// Runs the pending bodies in order; on the thread.
+    ///
+    /// A drain may run inside a body that runs the run loop; then it first runs the bodies the
+    /// outer drain has not reached yet. If the loop finished meanwhile (``finish()`` ran in such
+    /// a nested run loop, whose run it stopped), the outer run is stopped here too.
     func drain() {
         var bodies = pending.takeAll().reversed()
-        while let pending = bodies.popFirst() {
-            pending.body()
+        if !bodies.isEmpty {
+            taken.withLock { queue in
+                while let pending = bodies.popFirst() {
+                    queue.append(pending.body)
+                }
+            }
+        }
+        while let body = taken.withLock({ $0.popFirst() }) {
+            body()
+        }
+        if isFinished.load(ordering: .acquiring) {
+            CFRunLoopStop(CFRunLoopGetCurrent())
         }
     }
 
@@ -156,21 +175,19 @@ private final class ThreadWork: Sendable {
     }
 
     /// Runs the last bodies and ends the loop; on the thread, after shutdown closed the stack.
+    ///
+    /// If this runs in a run loop nested in a body or a timer's callback, stopping the current
+    /// run ends only the nested one; the block scheduled here stops the outer run at its next
+    /// turn, once the nested one has returned.
     func finish() {
         // The stack is closed, so nothing is pushed after this drain.
-        drain()
         isFinished.store(true, ordering: .releasing)
-        CFRunLoopStop(CFRunLoopGetCurrent())
-    }
-
-    /// The system's identifier of the calling thread.
-    private static var currentThread: UInt {
-        #if canImport(Darwin)
-            // Darwin's pthread_t is a pointer, Linux's an integer.
-            UInt(bitPattern: pthread_self())
-        #else
-            UInt(pthread_self())
-        #endif
+        drain()
+        let runLoop = CFRunLoopGetCurrent()
+        CFRunLoopStop(runLoop)
+        RunLoopReference(runLoop: runLoop!, inCommonModes: false).perform {
+            CFRunLoopStop(CFRunLoopGetCurrent())
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import DeferredExecutors
 import Dispatch
+import Foundation
 import TestSupport
 import Testing
 
@@ -90,6 +91,32 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { release.fill() }
         token.invalidate()
         #expect(finished.value == 1, "invalidate() returned only once the body finished")
+    }
+
+    /// A task started in a body inherits its task-local values; `invalidate()` in that task
+    /// took the body, still running on another thread, for its own and did not wait.
+    @Test func invalidateInATaskStartedByABodyWaitsForThatBody() {
+        var early = 0
+        for _ in 0..<20 {
+            let token = InvalidationToken()
+            let bodyFinished = Counter()
+            let sawBodyFinished = Deferred<Bool>()
+            token.validating(DispatchQueue.global()).submit {
+                let started = Deferred<Void>()
+                Task {
+                    started.fill()
+                    token.invalidate()
+                    sawBodyFinished.fill(with: bodyFinished.value == 1)
+                }
+                _ = started.value()
+                Thread.sleep(forTimeInterval: 0.005)
+                bodyFinished.increment()
+            }
+            if sawBodyFinished.value() != true {
+                early += 1
+            }
+        }
+        #expect(early == 0, "invalidate() returned before the body finished in \(early) of 20 rounds")
     }
 
     @Test func aBodyMayInvalidateItsOwnTokenEvenInsideAnotherTokensBody() {

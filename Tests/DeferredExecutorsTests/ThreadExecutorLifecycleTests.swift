@@ -88,6 +88,55 @@ import Testing
         #expect(live.value == 0)
     }
 
+    /// The last bodies ran in a run loop nested in a body, whose run the shutdown stopped; the
+    /// thread's own run then waited forever and the executor never exited.
+    @Test func theThreadExitsWhenShutdownComesWhileABodyRunsANestedRunLoop() {
+        var stuck = 0
+        for round in 0..<20 {
+            let executor = ThreadExecutor(name: "nested")
+            let nested = Deferred<Void>()
+            executor.submit {
+                if round.isMultiple(of: 2) {
+                    executor.shutdown()  // from the body itself
+                }
+                nested.fill()
+                RunLoop.current.run(until: Date(timeIntervalSinceNow: 0.02))
+            }
+            _ = nested.value()
+            if executor.shutdown().value(within: 5) == nil {
+                stuck += 1
+            }
+        }
+        #expect(stuck == 0, "\(stuck) of 20 threads never exited")
+    }
+
+    /// A drain nested in a body took the newer bodies before the older ones the outer drain
+    /// still held.
+    @Test func aRunLoopNestedInABodyKeepsSubmissionOrder() {
+        let executor = ThreadExecutor(name: "nested order")
+        let recorder = OrderRecorder(count: 4)
+        let queued = Deferred<Void>()
+        let nested = Deferred<Void>()
+        let done = Deferred<Void>()
+        executor.submit {
+            _ = queued.value()
+            recorder.record(0)
+            nested.fill()
+            RunLoop.current.run(until: Date(timeIntervalSinceNow: 0.05))
+        }
+        executor.submit { recorder.record(1) }
+        executor.submit { recorder.record(2) }
+        queued.fill()
+        _ = nested.value()
+        executor.submit {
+            recorder.record(3)
+            done.fill()
+        }
+        #expect(done.value() != nil)
+        #expect(recorder.order == [0, 1, 2, 3])
+        #expect(executor.shutdown().value() != nil)
+    }
+
     #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
         /// A job racing shutdown either runs or stops the program with a message naming the
         /// executor; never is it dropped, leaving its task suspended forever.
