@@ -100,9 +100,10 @@ private final class ThreadWork: Sendable {
     /// Bodies accepted to run now, newest first; closed by shutdown.
     let pending = ClosableStack<PendingBody>()
 
-    /// Bodies taken from ``pending`` that have not run yet, oldest first; touched only by the
-    /// thread. A drain runs them from here, so that a drain nested in a body (a run loop run
-    /// inside it) runs the older bodies first and submission order holds.
+    /// Bodies taken from ``pending`` that have not run yet, oldest first.
+    ///
+    /// Only the thread touches them. A drain runs them from here, so that a drain nested in a
+    /// body (a run loop run inside it) runs the older bodies first and submission order holds.
     private let taken = Locked(BodyQueue())
 
     /// Bodies waiting for their time.
