@@ -16,6 +16,36 @@ extension StressSuites {
     /// count.
     @Suite struct ResourceStressTests {
         #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
+            /// A blocking wait that timed out left its handler and semaphore on the future until
+            /// the fill: some 255 bytes each, 255 MB for a million.
+            ///
+            /// Each wait sleeps briefly, and the system rounds short sleeps up to tens of
+            /// microseconds, so the count follows the stress size: 100,000 waits by default,
+            /// 1,000,000 in CI's release stress stage.
+            @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+            func residentMemoryStaysFlatOverManyTimedOutWaits() async {
+                let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                    let deferred = Deferred<Int>()
+                    func waits(_ count: Int) -> Int {
+                        var timedOut = 0
+                        for _ in 0..<count where deferred.wait(until: .now() + .microseconds(6)) == nil {
+                            timedOut += 1
+                        }
+                        return timedOut
+                    }
+                    _ = waits(10_000)  // warm the allocator up
+                    let before = residentMemory() ?? 0
+                    let count = Stress.rounds * 10
+                    let timedOut = waits(count)
+                    let growth = (residentMemory() ?? 0) - before
+                    // Kept, each would cost some 100 bytes or more: 10 MB for 100,000.
+                    print("resident memory grew by \(growth) bytes over \(timedOut) timed-out waits")
+                    endExitTest(passed: timedOut == count && growth < 3_000_000)
+                }
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                print("timed-out waits on one unfilled future: \(report)")
+            }
+
             @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
             func residentMemoryStaysFlatOverAMillionFillUponCycles() async {
                 let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {

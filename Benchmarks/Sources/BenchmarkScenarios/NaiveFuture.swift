@@ -60,6 +60,21 @@ final class NaiveFuture<Value: Sendable>: Sendable {
         }
     }
 
+    /// Blocks until the future is filled or `timeout` seconds pass.
+    func wait(timeout: Double) -> Value? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        filled.lock()
+        defer { filled.unlock() }
+        while true {
+            if let value = state.withLock({ $0.value }) {
+                return value
+            }
+            if !filled.wait(until: deadline) {
+                return state.withLock { $0.value }
+            }
+        }
+    }
+
     /// A future filled with `transform` of this one's value.
     func map<NewValue: Sendable>(_ transform: @escaping @Sendable (Value) -> NewValue) -> NaiveFuture<NewValue> {
         let mapped = NaiveFuture<NewValue>()

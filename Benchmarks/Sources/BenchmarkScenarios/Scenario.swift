@@ -1,3 +1,5 @@
+import Dispatch
+
 /// The implementations compared in every scenario.
 public enum Implementation: String, CaseIterable, Sendable {
     /// This library.
@@ -30,16 +32,55 @@ public struct Trial {
     /// The work to measure.
     public let measured: () -> Void
 
+    /// The longest round of the last run, in seconds, for scenarios that time their rounds.
+    public let worstRound: (() -> Double)?
+
     /// Creates a trial that measures `measured`.
     public init(_ measured: @escaping () -> Void) {
         self.measured = measured
+        worstRound = nil
+    }
+
+    /// Creates a trial that measures `measured` and times each of its rounds with `rounds`.
+    public init(rounds: RoundTimer, _ measured: @escaping () -> Void) {
+        self.measured = measured
+        worstRound = { rounds.worst }
     }
 }
 
-/// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, S10–S11 for attempts, and
-/// S12–S13 for the test executors.
+/// Times the rounds of a trial on the measuring thread and keeps the longest.
+///
+/// Reading the clock costs some 20 ns a round, for every implementation alike.
+public final class RoundTimer {
+    private var last: UInt64 = 0
+    private var longest: UInt64 = 0
+
+    /// A timer with no rounds yet.
+    public init() {}
+
+    /// Starts the first round.
+    public func start() {
+        longest = 0
+        last = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Ends a round and starts the next.
+    public func lap() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        longest = max(longest, now - last)
+        last = now
+    }
+
+    /// The longest round so far, in seconds.
+    public var worst: Double {
+        Double(longest) / 1e9
+    }
+}
+
+/// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, S10–S11 for attempts,
+/// S12–S13 for the test executors, S6L (S6 on a busy machine) and S14 (a wait that times out).
 public struct Scenario: Sendable {
-    /// The scenario's id, `S1` to `S13`.
+    /// The scenario's id, `S1` to `S14`, or `S6L`.
     public let id: String
     /// What it does, in a few words.
     public let title: String
@@ -53,6 +94,8 @@ public struct Scenario: Sendable {
     public let quickSize: Int
     /// The trial makers, for the implementations that have this scenario.
     public let trials: [Implementation: @Sendable (Int) -> Trial]
+    /// Whether it runs with both cores kept busy by two other processes.
+    public var isLoaded = false
 
     /// The operations per trial for a full or quick run.
     public func size(quick: Bool) -> Int {
@@ -65,6 +108,6 @@ extension Scenario {
     public static let all: [Scenario] = [
         .createFillUpon, .createUponFill, .fanOut, .mapChain, .join,
         .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory, .attemptCreateSucceed,
-        .attemptMapChain, .manualDrain, .virtualTimeAdvance,
+        .attemptMapChain, .manualDrain, .virtualTimeAdvance, .crossThreadHandoffLoaded, .timedOutWait,
     ]
 }

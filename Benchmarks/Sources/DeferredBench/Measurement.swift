@@ -1,4 +1,5 @@
 import BenchmarkScenarios
+import Foundation
 import MallocInterposerSwift
 import Synchronization
 
@@ -22,12 +23,54 @@ private func countBlock(_ size: Int) {
     blockBytes.wrappingAdd(max(32, (size + 8 + 15) & ~15), ordering: .relaxed)
 }
 
+/// What a timed run took: wall-clock time and the processor time of the whole process.
+struct Timing {
+    var wall: Duration
+    var processor: Duration
+}
+
 /// Times `trial` without counting allocations.
-func time(_ trial: Trial) -> Duration {
+func time(_ trial: Trial) -> Timing {
     let clock = ContinuousClock()
+    let startProcessor = processorTime()
     let start = clock.now
     trial.measured()
-    return clock.now - start
+    let wall = clock.now - start
+    return Timing(wall: wall, processor: processorTime() - startProcessor)
+}
+
+/// The processor time this process has used so far, user and system, on every thread.
+private func processorTime() -> Duration {
+    var usage = rusage()
+    #if os(Linux)
+        // Glibc imports RUSAGE_SELF as an enum case; Darwin as the Int32 that getrusage takes.
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+        getrusage(RUSAGE_SELF, &usage)
+    #endif
+    let microseconds =
+        (Int64(usage.ru_utime.tv_sec) + Int64(usage.ru_stime.tv_sec)) * 1_000_000
+        + Int64(usage.ru_utime.tv_usec) + Int64(usage.ru_stime.tv_usec)
+    return .microseconds(microseconds)
+}
+
+/// Keeps both cores busy with two other processes while `body` runs, for the scenarios that
+/// measure waiting on a loaded machine.
+func withBusyCores<Result>(_ body: () -> Result) -> Result {
+    let spinners = (0..<2).map { _ in
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "while :; do :; done"]
+        try? process.run()
+        return process
+    }
+    defer {
+        for spinner in spinners {
+            spinner.terminate()
+            spinner.waitUntilExit()
+        }
+    }
+    return body()
 }
 
 /// Runs `trial` once with allocation counting on.

@@ -8,10 +8,32 @@ struct Result: Sendable {
     var allocationsPerOperation: Double = 0
     /// Heap bytes per operation, from the counting run.
     var bytesPerOperation: Double = 0
+    /// Processor time per operation of each timed run, every thread of the process counted,
+    /// in the scenario's unit.
+    var cpuPerOperation: [Double] = []
+    /// The longest round of each timed run, in the scenario's unit, where rounds are timed.
+    var worstRounds: [Double] = []
+
+    /// The median processor time per operation.
+    var medianCPU: Double {
+        Self.median(of: cpuPerOperation)
+    }
+
+    /// The median over runs of each run's longest round.
+    var medianWorstRound: Double {
+        Self.median(of: worstRounds)
+    }
 
     /// The median time per operation.
     var median: Double {
-        let sorted = perOperation.sorted()
+        Self.median(of: perOperation)
+    }
+
+    private static func median(of figures: [Double]) -> Double {
+        guard !figures.isEmpty else {
+            return .nan
+        }
+        let sorted = figures.sorted()
         let middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }

@@ -20,6 +20,20 @@ func fastestRunTable(_ all: [ScenarioResults]) -> String {
     }
 }
 
+/// Renders processor time per operation (with its ratio to wall time) and the worst round.
+func waitingTable(_ all: [ScenarioResults]) -> String {
+    render(all) { result, unit, _, _ in
+        var text = "cpu " + format(result.medianCPU) + " " + unit.symbol
+        if result.median > 0 {
+            text += " (\(format(result.medianCPU / result.median))× wall)"
+        }
+        if !result.worstRounds.isEmpty {
+            text += " · worst " + format(result.medianWorstRound) + " " + unit.symbol
+        }
+        return text
+    }
+}
+
 private func render(
     _ all: [ScenarioResults],
     cell: (Result, Unit, Result?, Bool) -> String

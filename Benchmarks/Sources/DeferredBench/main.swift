@@ -46,20 +46,34 @@ func measureAll(_ scenarios: [Scenario], quick: Bool, runs: Int) -> [ScenarioRes
         let implementations = Implementation.allCases.filter { scenario.trials[$0] != nil }
         var results: [Implementation: Result] = [:]
         if scenario.unit != .bytes {
-            // Two untimed runs each warm caches, the heap and lazily initialized state.
-            for _ in 0..<2 {
-                for implementation in implementations {
-                    _ = time(scenario.trials[implementation]!(operations))
+            let timedRuns = {
+                // Two untimed runs each warm caches, the heap and lazily initialized state.
+                for _ in 0..<2 {
+                    for implementation in implementations {
+                        _ = time(scenario.trials[implementation]!(operations))
+                    }
+                }
+                // Alternate the order between runs so that drift hits every implementation alike.
+                for run in 0..<runs {
+                    for offset in implementations.indices {
+                        let implementation = implementations[(run + offset) % implementations.count]
+                        let trial = scenario.trials[implementation]!(operations)
+                        let timing = time(trial)
+                        let scale = scenario.unit.perSecond / Double(operations)
+                        results[implementation, default: Result()].perOperation.append(timing.wall.seconds * scale)
+                        results[implementation, default: Result()].cpuPerOperation.append(
+                            timing.processor.seconds * scale)
+                        if let worst = trial.worstRound?() {
+                            results[implementation, default: Result()].worstRounds.append(
+                                worst * scenario.unit.perSecond)
+                        }
+                    }
                 }
             }
-            // Alternate the order between runs so that drift hits every implementation alike.
-            for run in 0..<runs {
-                for offset in implementations.indices {
-                    let implementation = implementations[(run + offset) % implementations.count]
-                    let elapsed = time(scenario.trials[implementation]!(operations))
-                    let perOperation = elapsed.seconds * scenario.unit.perSecond / Double(operations)
-                    results[implementation, default: Result()].perOperation.append(perOperation)
-                }
+            if scenario.isLoaded {
+                withBusyCores(timedRuns)
+            } else {
+                timedRuns()
             }
         }
         for implementation in implementations {
@@ -102,6 +116,14 @@ print()
 print("Fastest of the \(runs) runs:")
 print()
 print(fastestRunTable(allResults))
+let waiting = allResults.filter { ["S6", "S6L", "S7", "S8", "S14"].contains($0.scenario.id) }
+if !waiting.isEmpty {
+    print()
+    print("Waiting: median processor time per operation (all threads of the process; ratio to wall time)")
+    print("and, where rounds are timed, the median over runs of the longest round:")
+    print()
+    print(waitingTable(waiting))
+}
 
 if check {
     print()

@@ -68,7 +68,7 @@ extension FutureProtocol {
                 }
             } onCancel: {
                 if waiter.cancel() {
-                    waiters?.waiterWasCancelled()
+                    waiters?.waiterGaveUp()
                 }
             }
         } catch {

@@ -63,25 +63,25 @@ extension DeferredStorage {
         }
     }
 
-    /// The registry of tasks awaiting the value, made and linked on first use; `nil` once
-    /// the value is visible.
+    /// The registry of waiters that may give up, made and linked on first use; `nil` once the
+    /// value is visible.
     @usableFromInline
-    internal final func waiters() -> AsyncWaiters<Value>? {
+    internal final func waiters() -> WaiterRegistry<Value>? {
         guard !isFilled else {
             return nil
         }
-        let existing = asyncWaiters.load(ordering: .acquiring)
+        let existing = waiterRegistry.load(ordering: .acquiring)
         if existing != 0 {
             return RetainedBits.borrow(existing)
         }
-        let made = AsyncWaiters<Value>()
+        let made = WaiterRegistry<Value>()
         let bits = RetainedBits.retain(made)
-        let (winner, stored) = asyncWaiters.update { $0 == 0 ? bits : nil }
+        let (winner, stored) = waiterRegistry.update { $0 == 0 ? bits : nil }
         guard stored else {
-            RetainedBits.release(bits, as: AsyncWaiters<Value>.self)
+            RetainedBits.release(bits, as: WaiterRegistry<Value>.self)
             return RetainedBits.borrow(winner)
         }
-        add(.link(made, AsyncWaiters<Value>.resumeAll))
+        add(.link(made, WaiterRegistry<Value>.resumeAll))
         return made
     }
 }

@@ -44,20 +44,21 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     @usableFromInline
     internal final var firstHandler: Handler<Value>?
 
-    /// The address bits of the registry of tasks awaiting the value through the cancellable
-    /// `get()`, retained by this storage, or zero until the first `get()`.
+    /// The address bits of the registry of waiters that may give up (tasks in the cancellable
+    /// `get()`, threads in a blocking wait), retained by this storage, or zero until the first
+    /// such wait.
     ///
     /// Raw bits rather than a generic atomic reference: destroying a generic field in the
     /// unspecialized deinit would look up its metadata on every deallocation.
     @usableFromInline
-    internal let asyncWaiters: Atomic<UInt>
+    internal let waiterRegistry: Atomic<UInt>
 
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)
         value = .none
         firstHandler = nil
-        asyncWaiters = Atomic(0)
+        waiterRegistry = Atomic(0)
     }
 
     /// Creates a storage that is filled with `value` from the start.
@@ -66,13 +67,13 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         state = Atomic(StorageState.published.rawValue)
         self.value = Slot(value)
         firstHandler = nil
-        asyncWaiters = Atomic(0)
+        waiterRegistry = Atomic(0)
     }
 
     deinit {
-        let waiters = asyncWaiters.load(ordering: .acquiring)
+        let waiters = waiterRegistry.load(ordering: .acquiring)
         if waiters != 0 {
-            RetainedBits.release(waiters, as: AsyncWaiters<Value>.self)
+            RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
         }
         if StorageState(rawValue: state.load(ordering: .acquiring)).needsDetach {
             var downstream = ReleaseStack()
@@ -118,14 +119,13 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// ``checkWaitCanSucceed()``.
     @usableFromInline
     internal final func wait(until time: DispatchTime) -> Value? {
-        #if DEBUG
-            if !isFilled {
-                checkWaitCanSucceed()
-            }
-        #endif
-        return blockingWait(until: time, peek: peek) { signal in
-            add(Handler(ImmediateExecutor.shared) { _ in signal() })
+        if let value = peek() {
+            return value
         }
+        #if DEBUG
+            checkWaitCanSucceed()
+        #endif
+        return waitUnfilled(until: time)
     }
 
     // MARK: Filling

@@ -51,7 +51,7 @@ internal enum FutureSource<Value: Sendable>: Sendable {
         switch self {
         case .storage(let storage): storage.wait(until: time)
         case .filled(let value): value
-        case .never: blockingWait(until: time, peek: { nil }, notify: { _ in })
+        case .never: sleepWithoutValue(until: time)
         case .erased(let box): box.base.wait(until: time)
         }
     }
@@ -79,7 +79,7 @@ extension FutureSource {
     /// Where a cancellable waiter for this source registers: the storage's waiter registry,
     /// or `nil` when the source has none (it is filled, never filled, or another kind).
     @usableFromInline
-    internal var waiters: AsyncWaiters<Value>? {
+    internal var waiters: WaiterRegistry<Value>? {
         switch self {
         case .storage(let storage): storage.waiters()
         case .filled, .never: nil
@@ -104,7 +104,7 @@ extension FutureProtocol {
     /// The waiter registry of this future's storage, if it is backed by the library's storage
     /// and not filled yet.
     @usableFromInline
-    internal var waiters: AsyncWaiters<Value>? {
+    internal var waiters: WaiterRegistry<Value>? {
         if let future = self as? Future<Value> {
             future.source.waiters
         } else if let deferred = self as? Deferred<Value> {

@@ -1,11 +1,97 @@
 public import Dispatch
+import Synchronization
 
-/// Blocks until `peek` returns a value or `time` passes; the shared body of every `wait`.
+/// The process's ``SpinPolicy``, shared by every blocking wait.
 ///
-/// Returns at once, without allocating, when the value is there, and returns `nil` at once
-/// when `time` has passed. Otherwise it polls for a few microseconds, since a value that
-/// another thread is about to deliver arrives far sooner than a sleeping thread wakes; then
-/// it asks `notify` to signal a semaphore once the value exists and sleeps on it.
+/// Waits read it with one relaxed load and write it back only when it changes. Two waits that
+/// update it at once may lose one update, which only delays the policy's learning by one wait.
+@usableFromInline
+internal enum BlockingWaitSpin {
+    /// The policy's limit, in nanoseconds.
+    private static let limit = Atomic<UInt64>(SpinPolicy.initial.limit)
+
+    /// The current policy.
+    @usableFromInline
+    internal static var policy: SpinPolicy {
+        SpinPolicy(limit: limit.load(ordering: .relaxed))
+    }
+
+    /// Records how a wait went, given the policy it started with.
+    @usableFromInline
+    internal static func record(_ outcome: SpinPolicy.Outcome, after policy: SpinPolicy) {
+        let next = policy.after(outcome)
+        if next != policy {
+            limit.store(next.limit, ordering: .relaxed)
+        }
+    }
+
+    /// Polls between two readings of the clock.
+    @usableFromInline
+    internal static var pollsPerClockReading: Int { 32 }
+}
+
+extension DeferredStorage {
+    /// Blocks until the value is visible or `time` passes, for a storage that was not filled
+    /// when the wait began.
+    ///
+    /// It polls the state word (no call per poll) as long as the process's ``SpinPolicy`` says,
+    /// then sleeps. A wait with a deadline sleeps in the storage's ``WaiterRegistry``: if it
+    /// times out, it gives up its place there and the registry drops it, so waits that time out
+    /// leave nothing behind. A wait without one links its waiter to the storage directly.
+    @usableFromInline
+    internal final func waitUnfilled(until time: DispatchTime) -> Value? {
+        let policy = BlockingWaitSpin.policy
+        let pollEnd = DispatchTime.now().uptimeNanoseconds &+ policy.limit
+        if spinUntilFilled(until: min(pollEnd, time.uptimeNanoseconds)) {
+            BlockingWaitSpin.record(.caught, after: policy)
+            return filledValue
+        }
+        if time == .distantFuture {
+            let waiter = BlockingWaiter<Value>()
+            add(.link(waiter, BlockingWaiter<Value>.wake))
+            let asleep = DispatchTime.now().uptimeNanoseconds
+            _ = waiter.sleep(until: .distantFuture)
+            BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            return filledValue
+        }
+        guard time > DispatchTime.now() else {
+            return nil
+        }
+        guard let registry = waiters() else {
+            return filledValue
+        }
+        let waiter = BlockingWaiter<Value>()
+        guard registry.add(waiter) else {
+            return filledValue
+        }
+        let asleep = DispatchTime.now().uptimeNanoseconds
+        if waiter.sleep(until: time) {
+            BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            return filledValue
+        }
+        registry.waiterGaveUp()
+        return nil
+    }
+
+    /// Polls until the value is visible (`true`) or the uptime clock reaches `end` (`false`).
+    private final func spinUntilFilled(until end: UInt64) -> Bool {
+        repeat {
+            for _ in 0..<BlockingWaitSpin.pollsPerClockReading {
+                if StorageState(rawValue: state.load(ordering: .acquiring)).isFilled {
+                    return true
+                }
+            }
+        } while DispatchTime.now().uptimeNanoseconds < end
+        return isFilled
+    }
+}
+
+/// Blocks until `peek` returns a value or `time` passes: the wait of futures that only offer
+/// `upon` (the default of ``FutureProtocol/wait(until:)``).
+///
+/// It polls as long as the process's ``SpinPolicy`` says, then asks `notify` to signal a semaphore
+/// once the value exists and sleeps on it. What `notify` registers stays with the future until
+/// the value arrives, since such a future offers no way to remove it.
 @usableFromInline
 internal func blockingWait<Value>(
     until time: DispatchTime,
@@ -15,13 +101,14 @@ internal func blockingWait<Value>(
     if let value = peek() {
         return value
     }
-    guard time > DispatchTime.now() else {
-        return nil
-    }
-    for _ in 0..<blockingWaitSpins {
+    let end = min(time.uptimeNanoseconds, DispatchTime.now().uptimeNanoseconds &+ BlockingWaitSpin.policy.limit)
+    repeat {
         if let value = peek() {
             return value
         }
+    } while DispatchTime.now().uptimeNanoseconds < end
+    guard time > DispatchTime.now() else {
+        return peek()
     }
     let filled = DispatchSemaphore(value: 0)
     notify { filled.signal() }
@@ -29,5 +116,9 @@ internal func blockingWait<Value>(
     return peek()
 }
 
-/// How many times a blocking wait polls before it sleeps: a few microseconds.
-private let blockingWaitSpins = 2_000
+/// Sleeps until `time`: the wait on a future that is never filled.
+@usableFromInline
+internal func sleepWithoutValue<Value>(until time: DispatchTime) -> Value? {
+    _ = DispatchSemaphore(value: 0).wait(timeout: time)
+    return nil
+}

@@ -1,29 +1,32 @@
 import Synchronization
 
-/// The tasks awaiting one storage's value through the cancellable ``FutureProtocol/get()``.
+/// The parties waiting for one storage's value that may give up: tasks in the cancellable
+/// ``FutureProtocol/get()`` and threads in a blocking `wait(until:)` with a deadline.
 ///
-/// They are kept apart from the storage's other handlers because a cancelled task must be
-/// able to leave: the storage's handler list keeps strict order and is never edited, while
-/// the order in which waiting tasks resume does not matter, which lets this list drop
-/// cancelled waiters freely. A storage makes one of these on the first `get()` and adds it
-/// as a single link handler; when the value arrives, the link resumes every waiter.
+/// They are kept apart from the storage's other handlers because a waiter that gives up must
+/// be able to leave: the storage's handler list keeps strict order and is never edited, while
+/// the order in which waiters wake does not matter, which lets this list drop finished
+/// waiters freely. A storage makes one of these on the first such wait and adds it as a
+/// single link handler; when the value arrives, the link delivers it to every waiter.
 ///
 /// The waiters sit on a ``ClosableStack``, closed once the value has arrived. Waiters are
-/// counted, and when cancelled waiters make up half of
-/// them (and at least eight), the cancelling task compacts the stack: it takes every node,
-/// releases the cancelled ones and pushes the rest back. A compaction that finds the stack
-/// closed when it pushes back resumes the survivors itself, with the value stored before
-/// closing. So memory stays proportional to the live waiters, however many were cancelled.
+/// counted, and when waiters that gave up make up half of them, the one giving up compacts
+/// the stack: it takes every node, releases the finished ones and pushes the rest back. A
+/// compaction that finds the stack closed when it pushes back delivers to the survivors
+/// itself, with the value stored before closing. So memory stays proportional to the live
+/// waiters, however many gave up, and a lone waiter that gives up leaves nothing behind. Each
+/// compaction removes at least half of what it scans, so giving up costs O(1) amortized.
 ///
 /// `@unchecked Sendable` is sound because `value` is written once, before the releasing
 /// exchange that closes the stack, and read only after an acquiring operation sees it closed
 /// (a compaction's failed push-back); the stack hands each node to one party at a time.
 @usableFromInline
-internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendable {
-    private let stack = ClosableStack<AsyncWaiter<Value>>()
+internal final class WaiterRegistry<Value: Sendable>: ChainNode, @unchecked Sendable {
+    private let stack = ClosableStack<Waiter<Value>>()
     private let registered = Atomic<Int>(0)
     private let cancelled = Atomic<Int>(0)
     private let isCompacting = Atomic<Bool>(false)
+    private let scanned = Atomic<Int>(0)
 
     @exclusivity(unchecked)
     private var value: Value?
@@ -34,19 +37,25 @@ internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendab
     /// The link step that the storage's handler runs when the value arrives.
     @usableFromInline
     internal static func resumeAll(_ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
-        AsyncWaiters.linked(node).resumeAll(with: value)
+        WaiterRegistry.linked(node).resumeAll(with: value)
     }
 
-    /// How many waiters the stack holds, cancelled ones included, until the value arrives.
+    /// How many waiters the stack holds, finished ones included, until the value arrives.
     @usableFromInline
     internal var count: Int {
         registered.load(ordering: .relaxed)
     }
 
+    /// How many waiters compactions have looked at so far: the cost of giving up, which the
+    /// tests check stays linear.
+    internal var waitersScanned: Int {
+        scanned.load(ordering: .relaxed)
+    }
+
     /// Adds `waiter`; returns `false` if the value is already here, in which case the caller
     /// resumes the waiter itself.
     @usableFromInline
-    internal func add(_ waiter: AsyncWaiter<Value>) -> Bool {
+    internal func add(_ waiter: Waiter<Value>) -> Bool {
         registered.add(1, ordering: .relaxed)
         guard stack.push(waiter) != .closed else {
             registered.subtract(1, ordering: .relaxed)
@@ -55,22 +64,23 @@ internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendab
         return true
     }
 
-    /// Counts a cancelled waiter, and compacts once cancelled waiters make up half of all.
+    /// Counts a waiter that gave up after it was added, and compacts once such waiters make up
+    /// half of all.
     @usableFromInline
-    internal func waiterWasCancelled() {
+    internal func waiterGaveUp() {
         let cancelledCount = cancelled.add(1, ordering: .relaxed).newValue
-        if cancelledCount >= 8 && cancelledCount * 2 >= registered.load(ordering: .relaxed) {
+        if cancelledCount * 2 >= registered.load(ordering: .relaxed) {
             compact()
         }
     }
 
-    /// Resumes every waiter with `value` and closes the stack.
+    /// Delivers `value` to every waiter and closes the stack.
     private func resumeAll(with value: Value) {
         self.value = value
         resume(stack.closeAndTakeAll(), with: value)
     }
 
-    /// Releases the cancelled waiters and puts the others back.
+    /// Releases the finished waiters and puts the others back.
     private func compact() {
         guard !isCompacting.exchange(true, ordering: .acquiring) else {
             return  // Another task is compacting; it will see this waiter too, or the next will.
@@ -78,18 +88,21 @@ internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendab
         defer { isCompacting.store(false, ordering: .releasing) }
         // Keep the live waiters in a private chain, releasing the cancelled ones.
         var taken = stack.takeAll()
-        var survivors = NodeChain<AsyncWaiter<Value>>(head: 0)
-        var lastSurvivor: AsyncWaiter<Value>?
+        var survivors = NodeChain<Waiter<Value>>(head: 0)
+        var lastSurvivor: Waiter<Value>?
         var removed = 0
+        var survivorCount = 0
         while let waiter = taken.popFirst() {
             if waiter.isFinished {
                 removed += 1
             } else {
+                survivorCount += 1
                 waiter.next = survivors.head
                 survivors.head = RetainedBits.retain(waiter)
                 lastSurvivor = lastSurvivor ?? waiter
             }
         }
+        scanned.add(removed + survivorCount, ordering: .relaxed)
         registered.subtract(removed, ordering: .relaxed)
         cancelled.subtract(removed, ordering: .relaxed)
         // Push the survivors back under whatever arrived meanwhile, unless the value did: then
@@ -100,8 +113,8 @@ internal final class AsyncWaiters<Value: Sendable>: ChainNode, @unchecked Sendab
         }
     }
 
-    /// Resumes, and releases, the waiters of `waiters`.
-    private func resume(_ waiters: NodeChain<AsyncWaiter<Value>>, with value: Value) {
+    /// Delivers `value` to, and releases, the waiters of `waiters`.
+    private func resume(_ waiters: NodeChain<Waiter<Value>>, with value: Value) {
         var waiters = waiters
         while let waiter = waiters.popFirst() {
             waiter.resume(returning: value)
