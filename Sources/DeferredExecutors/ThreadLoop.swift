@@ -195,6 +195,9 @@ private final class ThreadWork: Sendable {
 /// A body waiting on a ``ThreadExecutor``'s stack; released right after it runs.
 private final class PendingBody: StackNode {
     let body: @Sendable () -> Void
+
+    /// The address bits of the next older body; only the node's owner of the moment touches it.
+    @exclusivity(unchecked)
     var next: UInt = 0
 
     init(_ body: @escaping @Sendable () -> Void) {
