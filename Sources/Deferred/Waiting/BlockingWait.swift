@@ -39,7 +39,11 @@ extension DeferredStorage {
     /// times out, it gives up its place there and the registry drops it, so waits that time out
     /// leave nothing behind. A wait without one links its waiter to the storage directly.
     @usableFromInline
-    internal final func waitUnfilled(until time: DispatchTime) -> Value? {
+    internal final func waitUnfilled(until deadline: DispatchTime) -> Value? {
+        // Dispatch reads the top bits of a time as its clock, and times out at once on a
+        // deadline beyond 2^62 ns (146 years) that is not `.distantFuture`; such a deadline means
+        // no deadline.
+        let time = deadline.uptimeNanoseconds >= 1 << 62 ? .distantFuture : deadline
         let policy = BlockingWaitSpin.policy
         let pollEnd = DispatchTime.now().uptimeNanoseconds &+ policy.limit
         if spinUntilFilled(until: min(pollEnd, time.uptimeNanoseconds)) {

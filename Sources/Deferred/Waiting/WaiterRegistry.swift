@@ -15,7 +15,10 @@ import Synchronization
 /// compaction that finds the stack closed when it pushes back delivers to the survivors
 /// itself, with the value stored before closing. So memory stays proportional to the live
 /// waiters, however many gave up, and a lone waiter that gives up leaves nothing behind. Each
-/// compaction removes at least half of what it scans, so giving up costs O(1) amortized.
+/// compaction removes at least half of what it scans, so giving up costs O(1) amortized; the
+/// one waiter that compacts pays for the scan, O(n) in the live waiters (a timed-out wait
+/// among 100,000 waiting tasks returned 26 ms late in a debug build). A compaction skipped
+/// because another is running leaves its waiter for the next one.
 ///
 /// `@unchecked Sendable` is sound because `value` is written once, before the releasing
 /// exchange that closes the stack, and read only after an acquiring operation sees it closed
@@ -60,6 +63,11 @@ internal final class WaiterRegistry<Value: Sendable>: ChainNode, @unchecked Send
         guard stack.push(waiter) != .closed else {
             registered.subtract(1, ordering: .relaxed)
             return false
+        }
+        // A task cancelled between installing its continuation and this push has counted its
+        // give-up already, when there was nothing here to drop; drop it now.
+        if waiter.isFinished {
+            compact()
         }
         return true
     }

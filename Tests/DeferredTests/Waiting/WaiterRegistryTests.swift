@@ -55,6 +55,44 @@ import Testing
         deferred.fill(with: 1)
     }
 
+    /// A task cancelled between installing its continuation and joining the registry counted
+    /// its give-up when there was nothing to drop, and then stayed registered.
+    @Test func aTaskCancelledWhileJoiningTheRegistryDoesNotStay() async throws {
+        let deferred = Deferred<Int>()
+        let waiters = try #require(storage(of: deferred)?.waiters())
+        let waiter = AsyncWaiter<Int>()
+        let outcome: Result<Int, any Error> = await withUnsafeContinuation { finished in
+            Task.detached {
+                do {
+                    let value = try await withUnsafeThrowingContinuation { continuation in
+                        // The steps of get(), with the cancellation landing between them.
+                        guard waiter.install(continuation) else {
+                            return
+                        }
+                        if waiter.cancel() {
+                            waiters.waiterGaveUp()
+                        }
+                        #expect(waiters.add(waiter))
+                    }
+                    finished.resume(returning: .success(value))
+                } catch {
+                    finished.resume(returning: .failure(error))
+                }
+            }
+        }
+        #expect((try? outcome.get()) == nil, "the task was cancelled")
+        #expect(waiters.count == 0, "\(waiters.count) waiters are still registered")
+        deferred.fill(with: 1)
+    }
+
+    /// Dispatch takes a deadline beyond 2^62 ns for another clock and times out at once.
+    @Test(arguments: [UInt64(1) << 62, UInt64.max - 1])
+    func aDeadlineCenturiesAwayWaitsForTheValue(_ uptime: UInt64) {
+        let deferred = Deferred<Int>()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { deferred.fill(with: 3) }
+        #expect(deferred.wait(until: DispatchTime(uptimeNanoseconds: uptime)) == 3)
+    }
+
     @Test func aTimedOutWaitRacingTheFillReturnsTheValueOrNil() {
         final class Round: Sendable {
             let deferred = Deferred<Int>()
@@ -79,9 +117,17 @@ import Testing
     }
 }
 
+/// The storage of `deferred`.
+private func storage(of deferred: Deferred<Int>) -> Storage<Int>? {
+    guard case .storage(let storage) = deferred.source else {
+        return nil
+    }
+    return storage
+}
+
 /// The registry of waiters that may give up of `deferred`, if one was made.
 private func registry(of deferred: Deferred<Int>) -> WaiterRegistry<Int>? {
-    guard case .storage(let storage) = deferred.source else {
+    guard let storage = storage(of: deferred) else {
         return nil
     }
     let bits = storage.waiterRegistry.load(ordering: .acquiring)
