@@ -33,11 +33,9 @@ extension StressSuites {
                         }
                         return timedOut
                     }
-                    _ = waits(10_000)  // warm the allocator up
-                    let before = residentMemory() ?? 0
                     let count = Stress.rounds * 10
-                    let timedOut = waits(count)
-                    let growth = (residentMemory() ?? 0) - before
+                    var timedOut = 0
+                    let growth = residentGrowth(warmUp: 10_000, count: count) { timedOut = waits($0) }
                     // Kept, each would cost some 100 bytes or more: 10 MB for 100,000.
                     print("resident memory grew by \(growth) bytes over \(timedOut) timed-out waits")
                     endExitTest(passed: timedOut == count && growth < 3_000_000)
@@ -58,10 +56,7 @@ extension StressSuites {
                             deferred.fill(with: [index])
                         }
                     }
-                    cycles(100_000)  // warm the allocator up
-                    let before = residentMemory() ?? 0
-                    cycles(1_000_000)
-                    let growth = (residentMemory() ?? 0) - before
+                    let growth = residentGrowth(warmUp: 100_000, count: 1_000_000, cycles)
                     // Kept, one cycle's objects would cost at least 150 bytes: 150 MB for a million.
                     print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
                     endExitTest(passed: growth < 8_000_000)
@@ -82,10 +77,7 @@ extension StressSuites {
                             mapped.cancel()
                         }
                     }
-                    cycles(100_000)  // warm the allocator up
-                    let before = residentMemory() ?? 0
-                    cycles(1_000_000)
-                    let growth = (residentMemory() ?? 0) - before
+                    let growth = residentGrowth(warmUp: 100_000, count: 1_000_000, cycles)
                     // Kept, one cycle's objects would cost at least 200 bytes: 200 MB for a million.
                     print("resident memory grew by \(growth) bytes over 1,000,000 cycles")
                     endExitTest(passed: growth < 8_000_000)
@@ -189,6 +181,15 @@ extension StressSuites {
             #expect(runLoop.shutdown().wait(until: .now() + 10) != nil)
         }
     }
+}
+
+/// How much resident memory grows over `cycles(count)`, measured after `cycles(warmUp)` has
+/// warmed the allocator up.
+private func residentGrowth(warmUp: Int, count: Int, _ cycles: (Int) -> Void) -> Int {
+    cycles(warmUp)
+    let before = residentMemory() ?? 0
+    cycles(count)
+    return (residentMemory() ?? 0) - before
 }
 
 /// How many threads this process has, where the platform reports it (Linux).

@@ -41,15 +41,7 @@ public enum ExecutorConformance {
 
     /// Each body's captures are released once it has run, while the executor is still in use.
     public static func checkRelease(_ under: ExecutorUnderTest, bodies: Int = 100) {
-        let live = LiveCount()
-        let ran = Counter()
-        for _ in 0..<bodies {
-            let tracked = LifetimeTracked(live)
-            under.executor.submit {
-                _ = tracked
-                ran.increment()
-            }
-        }
+        let (live, ran) = submitTrackedBodies(bodies, to: under)
         #expect(under.settle { ran.value == bodies })
         #expect(under.settle(within: .seconds(10)) { live.value == 0 }, "\(live.value) bodies still held")
     }
@@ -75,15 +67,7 @@ public enum ExecutorConformance {
     /// runs at most once (exactly once where the kind promises it) and is released.
     public static func checkStop(_ stoppable: StoppableExecutor, bodies: Int = 100) {
         let under = stoppable.under
-        let live = LiveCount()
-        let ran = Counter()
-        for _ in 0..<bodies {
-            let tracked = LifetimeTracked(live)
-            under.executor.submit {
-                _ = tracked
-                ran.increment()
-            }
-        }
+        let (live, ran) = submitTrackedBodies(bodies, to: under)
         stoppable.stop()
         let ranByStop = ran.value
         let lateLive = LiveCount()
@@ -100,5 +84,20 @@ public enum ExecutorConformance {
         } else {
             #expect(ran.value == ranByStop, "no body started after the stop returned")
         }
+    }
+
+    /// Submits `count` bodies that each count their run and capture a tracked object; returns
+    /// the live count of those objects and the run counter.
+    private static func submitTrackedBodies(_ count: Int, to under: ExecutorUnderTest) -> (LiveCount, Counter) {
+        let live = LiveCount()
+        let ran = Counter()
+        for _ in 0..<count {
+            let tracked = LifetimeTracked(live)
+            under.executor.submit {
+                _ = tracked
+                ran.increment()
+            }
+        }
+        return (live, ran)
     }
 }
