@@ -12,7 +12,9 @@ import Synchronization
 ///   by the caller, who learns of the refusal.
 /// - ``shutdown()`` releases every delayed body at once and lets the thread run the accepted
 ///   ones; then the thread ends, and nothing of this loop outlives it: the run loop's blocks and
-///   timers refer to the work only weakly, so no cycle runs through Core Foundation.
+///   timers hold only the work, which holds nothing of Core Foundation, so no cycle runs
+///   through the run loop (a block left in it after the thread exits goes with the run loop,
+///   which goes with the executor).
 /// - ``isCurrentThread`` is true only on the thread, and only while it runs the loop.
 final class ThreadLoop: Sendable {
     private let work: ThreadWork
@@ -49,7 +51,7 @@ final class ThreadLoop: Sendable {
         case .accepted(wasEmpty: true):
             // Only the push that finds the stack empty wakes the thread; the drain takes
             // everything pushed until it runs.
-            runLoop.perform { [weak work] in work?.drain() }
+            runLoop.perform { [work] in work.drain() }
             return true
         case .accepted(wasEmpty: false):
             return true
@@ -64,7 +66,7 @@ final class ThreadLoop: Sendable {
         guard work.delayed.withLock({ $0.insert(deadline: deadline, body) }) else {
             return
         }
-        runLoop.perform(after: delay) { [weak work] in work?.runDelayed(dueBy: deadline) }
+        runLoop.perform(after: delay) { [work] in work.runDelayed(dueBy: deadline) }
     }
 
     /// Refuses new bodies, releases the delayed ones, and lets the thread run the accepted
@@ -75,7 +77,7 @@ final class ThreadLoop: Sendable {
     func shutdown() -> Future<Void> {
         if work.pending.close() {
             _ = work.delayed.withLock { $0.close() }
-            runLoop.perform { [weak work] in work?.finish() }
+            runLoop.perform { [work] in work.finish() }
         }
         return Future(work.exited)
     }
