@@ -1,7 +1,7 @@
 public import Synchronization
 
 /// A class whose instances link into a lock-free stack through a field of their own: the
-/// nodes of a ``ClosableStack`` and a storage's overflow handlers.
+/// nodes of a ``ClosableStack`` and a storage's handler chunks.
 @usableFromInline
 package protocol StackNode: AnyObject {
     /// The address bits of the next node, which this node retains, or zero.

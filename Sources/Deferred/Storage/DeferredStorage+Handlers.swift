@@ -14,14 +14,26 @@ extension DeferredStorage {
     /// Adds `handler`, running it at once if the value is already visible.
     @inlinable
     internal final func add(_ handler: Handler<Value>) {
-        var queue = DrainQueue()
-        add(handler, in: &queue)
-        queue.drain()
+        // A drain queue only where a handler runs: storing one needs none.
+        if let runNow = store(handler) {
+            var queue = DrainQueue()
+            runNow.run(with: value.unwrapped, from: self, in: &queue)
+            queue.drain()
+        }
     }
 
     /// Adds `handler`; if the value is already visible, runs it through `queue` instead.
     @inlinable
     internal final func add(_ handler: Handler<Value>, in queue: inout DrainQueue) {
+        if let runNow = store(handler) {
+            runNow.run(with: value.unwrapped, from: self, in: &queue)
+        }
+    }
+
+    /// Stores `handler` for the fill to run, or hands it back if the value is visible, for the
+    /// caller to run now.
+    @inlinable
+    internal final func store(_ handler: consuming Handler<Value>) -> Handler<Value>? {
         let (word, claimedFirst) = state.update { observed in
             guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
                 return nil
@@ -34,33 +46,51 @@ extension DeferredStorage {
             let before = StorageState(
                 rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
             )
-            if before.firstHandlerRunner == .registrant, let handler = firstHandler.take() {
-                handler.run(with: value.unwrapped, from: self, in: &queue)
-            }
-        } else if observed.registration == .runNow {
-            handler.run(with: value.unwrapped, from: self, in: &queue)
-        } else {
-            pushOverflow(handler, observed: observed, in: &queue)
+            return before.firstHandlerRunner == .registrant ? firstHandler.take() : nil
         }
+        if observed.registration == .runNow {
+            return handler
+        }
+        return storeInChunk(handler, observed: observed)
     }
 
-    /// Pushes `handler` onto the overflow stack, or runs it if the value becomes visible first.
+    /// Puts `handler` into the newest chunk, or a new chunk if that one is full, or hands it
+    /// back if the value becomes visible first.
     @inlinable
-    internal final func pushOverflow(_ handler: Handler<Value>, observed: StorageState, in queue: inout DrainQueue) {
-        let node = HandlerNode(handler)
-        let bits = RetainedBits.retain(node)
+    internal final func storeInChunk(_ handler: consuming Handler<Value>, observed: StorageState) -> Handler<Value>? {
+        // Moved through a variable into the closure and back, so that it is never copied.
+        var pending = Optional(handler)
+        var capacity = 2
+        if observed.overflowHead != 0 {
+            // The storage, which the caller holds, keeps the chunk alive: no retain needed.
+            let placement = RetainedBits.withBorrowed(observed.overflowHead, as: HandlerChunk<Value>.self) {
+                $0.place(pending.take()!)
+            }
+            switch placement {
+            case .stored:
+                return nil
+            case .runNow(let unstored):
+                return unstored
+            case .full(let unstored, let nextCapacity):
+                pending = unstored
+                capacity = nextCapacity
+            }
+        }
+        let chunk = HandlerChunk<Value>.make(capacity: capacity, holding: pending.take()!)
+        let bits = RetainedBits.retain(chunk)
         let pushed = state.update(from: observed.rawValue) { observed in
             let observed = StorageState(rawValue: observed)
             guard case .push(let pushed) = observed.overflowPush(bits) else {
                 return nil
             }
-            node.next = observed.overflowHead
+            chunk.next = observed.overflowHead
             return pushed.rawValue
         }.updated
-        if !pushed {
-            RetainedBits.release(bits, as: HandlerNode<Value>.self)
-            handler.run(with: value.unwrapped, from: self, in: &queue)
+        guard pushed else {
+            RetainedBits.release(bits, as: HandlerChunk<Value>.self)
+            return chunk.takeFirstHandler()
         }
+        return nil
     }
 
     /// The registry of waiters that may give up, made and linked on first use; `nil` once the

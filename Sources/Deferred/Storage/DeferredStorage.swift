@@ -6,23 +6,25 @@ public import Synchronization
 ///
 /// The protocol, in short:
 /// - `fill` sets *fill claimed* with one atomic OR. The one caller that set it writes the
-///   value, then exchanges the word for *published*, which makes the value visible and hands
-///   it every handler added so far.
+///   value, then sets *filled* with a second OR, which makes the value visible and hands it
+///   every handler added so far.
 /// - The first `upon` claims the inline slot with a compare-and-swap, writes the handler,
 ///   then sets *first ready* with an atomic OR. If that OR finds the value published, the
 ///   filler did not see the handler, so the registrant runs it. Exactly one of the two sees
 ///   the other's bit, so the handler runs exactly once.
-/// - Later handlers are pushed as nodes onto a stack in the word. A push that finds the
-///   value published runs its handler instead.
+/// - Later handlers go into chunks of slots (``HandlerChunk``), a stack of them in the word,
+///   newest first. A registrant that finds the value published, or the chunk it claimed a
+///   slot in closed by the fill before its handler was ready, runs its handler itself.
 ///
 /// `@unchecked Sendable` is sound because every field other than the atomic has at most one
 /// writer, ordered by the atomic: `value` is written once, by the caller that claimed the
 /// fill, before the releasing exchange that publishes it, and read only after an acquiring
 /// load sees *filled*. `firstHandler` is written by the registrant that claimed it before the
 /// releasing OR that sets *first ready*, and is then taken by exactly one party: the filler
-/// whose acquiring exchange saw *first ready*, the registrant whose acquiring OR saw
-/// *filled*, or the last owner in `deinit`. Overflow nodes are owned by one party at a time,
-/// handed over by the releasing push and the acquiring exchange.
+/// whose acquiring OR saw *first ready*, the registrant whose acquiring OR saw *filled*, or
+/// the last owner in `deinit`. A chunk's slots are handed over the same way by the chunk's own
+/// word, and the chunks' links are written by the registrant that pushes a chunk before the
+/// releasing compare-and-swap that publishes it, then only by the fill or the last owner.
 ///
 /// Subclasses (``MapStorage``, ``AndThenStorage``) add the step that fills them, so a
 /// combinator costs one allocation.
@@ -75,10 +77,15 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if waiters != 0 {
             RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
         }
-        if StorageState(rawValue: state.load(ordering: .acquiring)).needsDetach {
+        let word = StorageState(rawValue: state.load(ordering: .acquiring))
+        if word.needsDetach {
             var downstream = ReleaseStack()
             detachHandlers(to: &downstream)
             downstream.releaseAll()
+        } else if word.overflowHead != 0 {
+            // The empty chunks of a filled storage.
+            var chunks = NodeChain<HandlerChunk<Value>>(head: word.overflowHead)
+            while chunks.popFirst() != nil {}
         }
     }
 
@@ -176,7 +183,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     internal final func publish(_ newValue: Value, in queue: inout DrainQueue) {
         value = Slot(newValue)
         let taken = StorageState(
-            rawValue: state.exchange(StorageState.published.rawValue, ordering: .acquiringAndReleasing)
+            rawValue: state.bitwiseOr(StorageState.filledBit, ordering: .acquiringAndReleasing).oldValue
         )
         if taken.hasPendingHandlers {
             queue.runHandlers(of: self, taken: taken)
@@ -185,8 +192,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 
     /// Runs the handlers a fill took out of the state word.
     ///
-    /// The inline handler runs first, then the overflow stack, oldest first. Each handler is
-    /// released right after it runs.
+    /// The inline handler runs first, then the chunks' handlers, oldest first. Each handler is
+    /// released right after it runs; the chunks stay, empty, until the storage goes.
     @inlinable
     internal final func runHandlers(_ taken: StorageState, in queue: inout DrainQueue) {
         let value = self.value.unwrapped
@@ -197,10 +204,16 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         guard owed.overflowHead != 0 else {
             return
         }
-        var nodes = NodeChain<HandlerNode<Value>>(head: owed.overflowHead).reversed()
-        while let node = nodes.popFirst() {
-            node.handler.run(with: value, from: self, in: &queue)
+        // No registrant follows the chunks' links, so the fill may turn the chain around to
+        // visit it oldest first, and back so that the word's chunk heads it again.
+        let oldestFirst = NodeChain<HandlerChunk<Value>>(head: owed.overflowHead).reversed()
+        var bits = oldestFirst.head
+        while bits != 0 {
+            let chunk = RetainedBits.borrow(bits, as: HandlerChunk<Value>.self)
+            chunk.runReadyHandlers(with: value, from: self, in: &queue)
+            bits = chunk.next
         }
+        _ = oldestFirst.reversed()
     }
 
     /// Runs the handlers of the parked storage `node`; see ``DrainQueue``.
@@ -245,11 +258,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         if current.isFirstReady, let node = firstHandler.take()?.linkedNode {
             nodes.push(node)
         }
-        var overflow = NodeChain<HandlerNode<Value>>(head: current.overflowHead)
-        while let node = overflow.popFirst() {
-            if let linked = node.handler.linkedNode {
-                nodes.push(linked)
-            }
+        var chunks = NodeChain<HandlerChunk<Value>>(head: current.overflowHead)
+        while let chunk = chunks.popFirst() {
+            chunk.dropHandlers(to: &nodes)
         }
     }
 }

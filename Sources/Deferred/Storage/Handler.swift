@@ -2,9 +2,10 @@
 @usableFromInline
 internal enum Handler<Value: Sendable> {
     /// A callback added with `upon(.immediate)`: runs in place, in the drain loop. (The
-    /// executor is kept only so that every case starts with an object reference, which lets
-    /// the enum keep its tag in spare bits and stay 32 bytes.)
-    case immediate(ImmediateExecutor, @Sendable (Value) -> Void)
+    /// reference to the shared immediate executor is there only so that every case starts with
+    /// an object reference, which lets the enum keep its tag in spare bits and stay 32 bytes; it
+    /// is not retained, so adding such a handler costs no reference counting.)
+    case immediate(UnretainedImmediateExecutor, @Sendable (Value) -> Void)
 
     /// A callback added with `upon` on any other executor: submitted to it.
     case callback(any Executor, @Sendable (Value) -> Void)
@@ -29,7 +30,7 @@ internal enum Handler<Value: Sendable> {
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
         if E.self == ImmediateExecutor.self {
-            self = .immediate(ImmediateExecutor.shared, body)
+            self = .immediate(UnretainedImmediateExecutor(), body)
         } else {
             self = .callback(executor, body)
         }
@@ -69,29 +70,18 @@ internal enum Handler<Value: Sendable> {
     }
 }
 
-/// A handler added after the inline slot was taken: one node of a stack that the storage's
-/// state word points to, newest first.
+/// A reference to ``ImmediateExecutor/shared`` that is not counted.
 ///
-/// Nodes are linked by address bits and retained manually, so releasing a long stack is a
-/// loop, never a recursion. Only whoever owns the stack (the registrant before its push, the
-/// filler after taking it, or the last owner of the storage) touches a node.
+/// `unowned(unsafe)` is sound because the shared executor is a global constant that lives for
+/// the whole process.
+@frozen
 @usableFromInline
-internal final class HandlerNode<Value: Sendable>: StackNode {
+internal struct UnretainedImmediateExecutor: Sendable {
     @usableFromInline
-    internal let handler: Handler<Value>
-
-    /// The address bits of the next older node, which this node retains, or zero.
-    ///
-    /// Only the node's one owner of the moment touches it (the registrant before its push, then
-    /// whoever took the chain), so the dynamic exclusivity check, which cost three calls into
-    /// the runtime per handler, is left out.
-    @exclusivity(unchecked)
-    @usableFromInline
-    package var next: UInt
+    internal unowned(unsafe) let executor: ImmediateExecutor
 
     @inlinable
-    internal init(_ handler: Handler<Value>) {
-        self.handler = handler
-        self.next = 0
+    internal init() {
+        executor = ImmediateExecutor.shared
     }
 }

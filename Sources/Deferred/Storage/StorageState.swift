@@ -8,7 +8,11 @@
 /// | 1     | *filled*: the value is written and visible to every reader           |
 /// | 2     | *first claimed*: one registrant owns the inline handler slot         |
 /// | 3     | *first ready*: that registrant has written the inline handler        |
-/// | 4–63  | address of the newest overflow handler node, or zero                 |
+/// | 4–63  | address of the newest ``HandlerChunk``, or zero                      |
+///
+/// The fill sets *filled* with an OR, so the other bits stay as they were: the chunks stay
+/// linked (the storage releases them when it goes), and every party reads *filled* before
+/// anything else.
 ///
 /// This type only computes. ``DeferredStorage`` performs the atomic operations and asks this
 /// type what each party must do next, so every decision is testable without threads.
@@ -30,9 +34,9 @@ extension StorageState {
     @inlinable
     internal static var initial: StorageState { StorageState(rawValue: 0) }
 
-    /// The state a fill stores once the value is written.
+    /// The state of a storage made with its value.
     ///
-    /// Handlers are never added to a storage in this state; they run at once instead.
+    /// Handlers are never added to a filled storage; they run at once instead.
     @inlinable
     internal static var published: StorageState { StorageState(rawValue: fillClaimedBit | filledBit) }
 
@@ -52,19 +56,19 @@ extension StorageState {
     @inlinable
     internal var isFirstReady: Bool { has(Self.firstReadyBit) }
 
-    /// The address bits of the newest overflow node, or zero if there is none.
+    /// The address bits of the newest handler chunk, or zero if there is none.
     @inlinable
     internal var overflowHead: UInt { rawValue & ~Self.flagBits }
 
-    /// Whether a fill that replaced this state has handlers to run.
+    /// Whether a fill that found this state has handlers to run.
     @inlinable
     internal var hasPendingHandlers: Bool { isFirstReady || overflowHead != 0 }
 
     /// This state with `node` (the address bits of a 16-byte aligned object) as the newest
-    /// overflow node.
+    /// handler chunk.
     @inlinable
     internal func pushing(_ node: UInt) -> StorageState {
-        assert(node & Self.flagBits == 0, "overflow nodes must be 16-byte aligned")
+        assert(node & Self.flagBits == 0, "handler chunks must be 16-byte aligned")
         return StorageState(rawValue: (rawValue & Self.flagBits) | node)
     }
 
@@ -77,8 +81,8 @@ extension StorageState {
     @inlinable
     internal var winsFillClaim: Bool { !isFillClaimed }
 
-    /// What a fill owes once its publishing exchange took this word: the inline handler if it
-    /// was ready, and the overflow nodes pushed so far.
+    /// What a fill owes once its publishing OR found this word: the inline handler if it was
+    /// ready, and the handlers of the chunks pushed so far.
     @inlinable
     internal var publication: Publication {
         Publication(runsFirst: isFirstReady, overflowHead: overflowHead)
@@ -90,7 +94,7 @@ extension StorageState {
     @inlinable
     internal var firstHandlerRunner: FirstHandlerRunner { isFilled ? .registrant : .fill }
 
-    /// What a registrant that observed this word does with an overflow node (`node`, the
+    /// What a registrant that observed this word does with a new handler chunk (`node`, the
     /// address bits of a 16-byte aligned object): push it by moving to the returned state, or
     /// run its handler now because the value is published.
     @inlinable
@@ -103,8 +107,8 @@ extension StorageState {
     @inlinable
     internal var needsDetach: Bool { !isFilled && hasPendingHandlers }
 
-    /// The word the last owner leaves once it has dropped the handlers: the flags of the fill
-    /// and of the inline slot's claim, no handler.
+    /// The word the last owner leaves once it has taken the handlers and their chunks: the
+    /// flags of the fill and of the inline slot's claim, no handler.
     @inlinable
     internal var detached: StorageState {
         StorageState(rawValue: rawValue & (Self.fillClaimedBit | Self.filledBit | Self.firstClaimedBit))
@@ -126,7 +130,7 @@ extension StorageState {
         case runNow
         /// Try to own the inline slot by moving to the given state.
         case claimFirst(StorageState)
-        /// The inline slot is taken: push a node onto the overflow stack.
+        /// The inline slot is taken: put the handler into the newest chunk, or a new one.
         case pushOverflow
     }
 
@@ -138,7 +142,7 @@ extension StorageState {
         @usableFromInline
         internal let runsFirst: Bool
 
-        /// The address bits of the newest overflow node, or zero if there is none.
+        /// The address bits of the newest handler chunk, or zero if there is none.
         @usableFromInline
         internal let overflowHead: UInt
 
@@ -159,13 +163,13 @@ extension StorageState {
         case registrant
     }
 
-    /// The next step for an overflow node that is being pushed.
+    /// The next step for a handler chunk that is being pushed.
     @frozen
     @usableFromInline
     internal enum OverflowPush: Equatable {
         /// Try to move to the given state, which has the node on top.
         case push(StorageState)
-        /// The value is visible: run the handler now and free the node.
+        /// The value is visible: run the handler now and free the chunk.
         case runNow
     }
 }

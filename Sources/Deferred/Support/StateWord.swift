@@ -5,7 +5,7 @@
 /// that owns the atomic performs the operations and asks its word what each party must do.
 @frozen
 @usableFromInline
-internal struct StateWord<Tag, Raw: FixedWidthInteger & Sendable>: Equatable, Sendable {
+internal struct StateWord<Tag, Raw: FixedWidthInteger & Sendable>: Hashable, Sendable {
     /// The raw word.
     @usableFromInline
     internal var rawValue: Raw

@@ -7,18 +7,23 @@ import Testing
 /// Guarantee 5: handlers and their captures are released right after they run, unfilled
 /// futures that nobody references release their handlers, and derived futures form no cycles.
 @Suite struct MemoryTests {
+    /// A hundred handlers, the first inline and the others in chunks: each one's capture is
+    /// gone by the time the next one runs.
     @Test func aHandlerIsReleasedRightAfterItRunsInPlace() {
         let live = LiveCount()
         let deferred = Deferred<Int>()
-        do {
-            let first = LifetimeTracked(live)
-            let second = LifetimeTracked(live)
-            deferred.upon(.immediate) { _ in _ = first }
-            deferred.upon(.immediate) { _ in _ = second }
+        let liveWhenRun = OrderRecorder(count: 101)
+        for _ in 0..<100 {
+            let tracked = LifetimeTracked(live)
+            deferred.upon(.immediate) { _ in
+                _ = tracked
+                liveWhenRun.record(live.value)
+            }
         }
-        #expect(live.value == 2)
+        #expect(live.value == 100)
         deferred.fill(with: 1)
-        #expect(live.value == 0, "both handlers were released although the deferred lives on")
+        #expect(liveWhenRun.order == Array((1...100).reversed()), "each capture was released before the next ran")
+        #expect(live.value == 0, "every handler was released although the deferred lives on")
     }
 
     @Test func aHandlerIsReleasedRightAfterItRunsOnAQueue() {

@@ -19,13 +19,17 @@ import Testing
         #expect(recorder.order == Array(0..<1_000))
     }
 
-    @Test func handlersOnTheImmediateExecutorRunInTheOrderTheyWereAdded() {
+    /// A hundred handlers fill the inline slot and chunks of 2, 4, 8, 16, 32 and 32 slots.
+    @Test(arguments: ExecutorKind.allCases.filter(\.isSerial))
+    func handlersOnAnySerialExecutorStartInTheOrderTheyWereAdded(_ kind: ExecutorKind) {
+        let under = kind.make()
         let deferred = Deferred<Int>()
         let recorder = OrderRecorder(count: 100)
         for index in 0..<100 {
-            deferred.upon(.immediate) { _ in recorder.record(index) }
+            deferred.upon(under.executor) { _ in recorder.record(index) }
         }
         deferred.fill(with: 1)
+        #expect(under.settle { recorder.order.count == 100 })
         #expect(recorder.order == Array(0..<100))
     }
 

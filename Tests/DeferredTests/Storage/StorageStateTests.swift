@@ -20,7 +20,7 @@ import Testing
         #expect(!claimed.isFirstReady)
     }
 
-    @Test func laterRegistrantsPushOntoTheOverflowStack() {
+    @Test func laterRegistrantsGoToTheChunks() {
         let claimed = StorageState(rawValue: StorageState.firstClaimedBit)
         #expect(claimed.registration == .pushOverflow)
         let ready = StorageState(rawValue: StorageState.firstClaimedBit | StorageState.firstReadyBit)
@@ -42,9 +42,19 @@ import Testing
         #expect(published.isFillClaimed)
         #expect(!published.hasPendingHandlers)
         #expect(published.registration == .runNow)
+        // A fill sets the filled bit and leaves the rest: a registrant that finds it runs its
+        // handler itself, whatever else the word holds.
+        let filledWithHandlers = StorageState(
+            rawValue: StorageState.firstClaimedBit | StorageState.firstReadyBit | StorageState.fillClaimedBit
+                | StorageState.filledBit
+        ).pushing(0x1000)
+        #expect(filledWithHandlers.registration == .runNow)
+        #expect(filledWithHandlers.firstHandlerRunner == .registrant)
+        #expect(filledWithHandlers.overflowPush(0x2000) == .runNow)
+        #expect(!filledWithHandlers.needsDetach, "the chunks of a filled storage are only freed")
     }
 
-    @Test func pushingANodeKeepsTheFlagsAndReplacesTheHead() {
+    @Test func pushingAChunkKeepsTheFlagsAndReplacesTheHead() {
         let ready = StorageState(rawValue: StorageState.firstClaimedBit | StorageState.firstReadyBit)
         let pushed = ready.pushing(0x1000)
         #expect(pushed.overflowHead == 0x1000)

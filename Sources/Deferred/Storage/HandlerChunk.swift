@@ -1,0 +1,183 @@
+public import Synchronization
+
+/// Handlers added after a storage's inline slot was taken, many to a block: one chunk of a
+/// stack that the storage's state word points to, newest chunk first.
+///
+/// A registrant puts its handler into the newest chunk's next free slot (see
+/// ``HandlerChunkState`` for the protocol), so adding a handler allocates nothing until the
+/// chunk is full; then the registrant pushes a new chunk with twice the slots, up to
+/// ``HandlerChunkState/maximumCapacity``. A fan-out of *n* handlers takes about
+/// log₂ *n* + *n* / 32 allocations instead of *n*.
+///
+/// A chunk lives as long as its storage: a registrant reaches the newest chunk through the
+/// state word without retaining it, which is sound because the storage it holds keeps every
+/// chunk until the storage's last owner releases it. Each handler is moved out of its slot
+/// when it runs or is dropped, so a filled storage keeps only empty slots.
+///
+/// The chunk is one allocation: its tail holds the control word (a ``HandlerChunkState``),
+/// then the slots, each a handler's worth of words, initialized by the registrant that claims
+/// it and moved out, exactly once, by whoever runs or drops the handler (the fill, the
+/// registrant, or the storage's last owner). So when the chunk goes, no slot holds anything,
+/// and its deinitializer, which is never specialized, has no generic value to destroy.
+@usableFromInline
+internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHeader, Atomic<UInt>>, StackNode {
+    /// How many words of the tail one slot takes.
+    @inlinable
+    internal static var wordsPerSlot: Int {
+        MemoryLayout<Handler<Value>>.stride / MemoryLayout<Atomic<UInt>>.stride
+    }
+
+    /// Makes a chunk of `capacity` slots whose first slot holds `handler`, ready.
+    @inlinable
+    internal static func make(capacity: Int, holding handler: consuming Handler<Value>) -> HandlerChunk {
+        assert(
+            MemoryLayout<Handler<Value>>.stride % MemoryLayout<Atomic<UInt>>.stride == 0
+                && MemoryLayout<Handler<Value>>.alignment <= MemoryLayout<Atomic<UInt>>.alignment,
+            "a handler fills whole words of the tail")
+        // `create` allocates an instance of the class it is called on; the checked cast costs
+        // little once per chunk.
+        let chunk =
+            create(minimumCapacity: 1 + capacity * wordsPerSlot) { _ in HandlerChunkHeader(capacity: capacity) }
+            as! HandlerChunk
+        var handler = Optional(handler)
+        chunk.withUnsafeMutablePointerToElements { words in
+            words.initialize(to: Atomic(HandlerChunkState.holdingFirstSlot.rawValue))
+            slot(0, of: words).initialize(to: handler.take()!)
+        }
+        return chunk
+    }
+
+    deinit {
+        // Every slot is empty by now (see above): only the control word is left.
+        _ = withUnsafeMutablePointerToElements { words in words.deinitialize(count: 1) }
+    }
+
+    /// The slot at `index`, in the tail that starts at `words`.
+    @inlinable
+    @inline(__always)
+    internal static func slot(_ index: Int, of words: UnsafeMutablePointer<Atomic<UInt>>) -> UnsafeMutablePointer<
+        Handler<Value>
+    > {
+        UnsafeMutableRawPointer(words + 1 + index * wordsPerSlot).bindMemory(to: Handler<Value>.self, capacity: 1)
+    }
+
+    /// The address bits of the next older chunk, which this chunk retains, or zero.
+    ///
+    /// The registrant that pushes this chunk sets it; afterwards only the fill, or the last
+    /// owner of the storage, touches it.
+    @inlinable
+    package var next: UInt {
+        get { withUnsafeMutablePointerToHeader { $0.pointee.next } }
+        set { withUnsafeMutablePointerToHeader { $0.pointee.next = newValue } }
+    }
+
+    /// How many slots this chunk has.
+    @inlinable
+    internal var slotCount: Int {
+        withUnsafeMutablePointerToHeader { $0.pointee.capacity }
+    }
+
+    /// Where a handler offered to this chunk went.
+    @frozen
+    @usableFromInline
+    internal enum Placement {
+        /// Into a slot: the fill runs it.
+        case stored
+        /// Nowhere, because every slot is taken: the caller needs a new chunk, of the capacity
+        /// given.
+        case full(Handler<Value>, nextCapacity: Int)
+        /// Nowhere, because the value is published: the caller runs it now.
+        case runNow(Handler<Value>)
+    }
+
+    /// Puts `handler` into the next free slot, unless every slot is taken or the chunk was
+    /// closed by a fill.
+    @inlinable
+    @inline(__always)
+    internal func place(_ handler: consuming Handler<Value>) -> Placement {
+        // Moved into the closure through a variable, so that the handler is never copied.
+        var handler = Optional(handler)
+        return withUnsafeMutablePointers { header, words in
+            let claimed = HandlerChunkState(
+                rawValue: words.pointee.wrappingAdd(HandlerChunkState.oneClaim, ordering: .acquiringAndReleasing)
+                    .oldValue)
+            switch claimed.claimOutcome(capacity: header.pointee.capacity) {
+            case .runNow:
+                return .runNow(handler.take()!)
+            case .full:
+                let capacity = min(2 * header.pointee.capacity, HandlerChunkState.maximumCapacity)
+                return .full(handler.take()!, nextCapacity: capacity)
+            case .slot(let index):
+                let slot = Self.slot(index, of: words)
+                slot.initialize(to: handler.take()!)
+                // Adding the bit sets it, since nobody else does; unlike an OR, an add that
+                // returns the old word is one instruction on x86.
+                let before = HandlerChunkState(
+                    rawValue: words.pointee.wrappingAdd(
+                        HandlerChunkState.readyBit(index), ordering: .acquiringAndReleasing
+                    ).oldValue)
+                return before.readyHandlerRunner == .registrant ? .runNow(slot.move()) : .stored
+            }
+        }
+    }
+
+    /// Closes the chunk and runs the handlers that were ready, in the order of their slots;
+    /// a handler whose registrant had not finished writing it is left to that registrant.
+    ///
+    /// Called by the fill that published `value`, once.
+    @inlinable
+    internal func runReadyHandlers(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
+        withUnsafeMutablePointerToElements { words in
+            // Only the one fill closes the chunk, so adding the bit sets it.
+            var ready = HandlerChunkState(
+                rawValue: words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing)
+                    .oldValue
+            ).readySlots
+            while ready != 0 {
+                let index = ready.trailingZeroBitCount
+                ready &= ready &- 1
+                Self.slot(index, of: words).move().run(with: value, from: source, in: &queue)
+            }
+        }
+    }
+
+    /// Drops every handler of an unfilled chunk, moving the nodes that links continue into
+    /// `nodes`: what the last owner of an unfilled storage does, when no registrant is left.
+    @usableFromInline
+    internal func dropHandlers(to nodes: inout ReleaseStack) {
+        withUnsafeMutablePointerToElements { words in
+            var ready = HandlerChunkState(rawValue: words.pointee.load(ordering: .acquiring)).readySlots
+            while ready != 0 {
+                let index = ready.trailingZeroBitCount
+                ready &= ready &- 1
+                if let linked = Self.slot(index, of: words).move().linkedNode {
+                    nodes.push(linked)
+                }
+            }
+        }
+    }
+
+    /// Takes back the handler of slot 0 of a chunk that was never pushed.
+    @inlinable
+    internal func takeFirstHandler() -> Handler<Value> {
+        withUnsafeMutablePointerToElements { words in Self.slot(0, of: words).move() }
+    }
+}
+
+/// The fixed part of a ``HandlerChunk``.
+@frozen
+@usableFromInline
+internal struct HandlerChunkHeader {
+    /// See ``HandlerChunk/next``.
+    @usableFromInline
+    internal var next: UInt = 0
+
+    /// How many slots the chunk has.
+    @usableFromInline
+    internal let capacity: Int
+
+    @inlinable
+    internal init(capacity: Int) {
+        self.capacity = capacity
+    }
+}
