@@ -11,8 +11,10 @@ import Testing
 @Suite struct WaiterRegistryTests {
     @Test func timedOutWaitsLeaveNothingRegistered() throws {
         let deferred = Deferred<Int>()
+        // Long enough past the poll that the waits sleep in the registry, even under a
+        // sanitizer (a wait whose deadline passes while it polls never registers).
         for _ in 0..<1_000 {
-            #expect(deferred.wait(until: .now() + .microseconds(20)) == nil)
+            #expect(deferred.wait(until: .now() + .microseconds(200)) == nil)
         }
         let waiters = try #require(registry(of: deferred))
         #expect(waiters.count == 0, "\(waiters.count) timed-out waiters are still registered")
