@@ -44,4 +44,9 @@ func runUIThreadScenario() {
     clock.log("the cell shows \(shown.wait(until: .distantFuture) ?? "?"): row 1's late reply was dropped")
     _ = ui.shutdown().wait(until: .distantFuture)
     clock.log("the ui thread has stopped")
+
+    // After shutdown a body is refused: it is released at once and never runs.
+    let late = Deferred<String>()
+    ui.submit { late.fill(with: "ran") }
+    clock.log("a body submitted after shutdown \(late.peek() == nil ? "was released without running" : "ran?")")
 }

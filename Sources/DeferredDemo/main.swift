@@ -32,6 +32,11 @@ let scenarios: [Scenario] = [
         run: runTimeoutScenario
     ),
     Scenario(
+        name: "waiting",
+        summary: "blocking waits that poll before they sleep, time out cleanly; a cancelled get()",
+        run: runWaitingScenario
+    ),
+    Scenario(
         name: "ui-thread",
         summary: "a dedicated run-loop thread owns the UI; a reused cell drops a stale reply",
         run: runUIThreadScenario
