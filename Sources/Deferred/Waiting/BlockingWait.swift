@@ -7,13 +7,13 @@ import Synchronization
 /// update it at once may lose one update, which only delays the policy's learning by one wait.
 @usableFromInline
 internal enum BlockingWaitSpin {
-    /// The policy's limit, in nanoseconds.
-    private static let limit = Atomic<UInt64>(SpinPolicy.initial.limit)
+    /// The policy, as its ``SpinPolicy/word``.
+    private static let word = Atomic<UInt64>(SpinPolicy.initial.word)
 
     /// The current policy.
     @usableFromInline
     internal static var policy: SpinPolicy {
-        SpinPolicy(limit: limit.load(ordering: .relaxed))
+        SpinPolicy(word: word.load(ordering: .relaxed))
     }
 
     /// Records how a wait went, given the policy it started with.
@@ -21,7 +21,7 @@ internal enum BlockingWaitSpin {
     internal static func record(_ outcome: SpinPolicy.Outcome, after policy: SpinPolicy) {
         let next = policy.after(outcome)
         if next != policy {
-            limit.store(next.limit, ordering: .relaxed)
+            word.store(next.word, ordering: .relaxed)
         }
     }
 
@@ -45,17 +45,31 @@ extension DeferredStorage {
         // no deadline.
         let time = deadline.uptimeNanoseconds >= 1 << 62 ? .distantFuture : deadline
         let policy = BlockingWaitSpin.policy
-        let pollEnd = DispatchTime.now().uptimeNanoseconds &+ policy.limit
-        if spinUntilFilled(until: min(pollEnd, time.uptimeNanoseconds)) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        // Whether the sleep that may follow the poll teaches the policy anything: not after a
+        // preemption, which the policy has been told of.
+        var learnsFromSleep = true
+        switch spinUntilFilled(from: start, until: policy.pollEnd(from: start, deadline: time.uptimeNanoseconds)) {
+        case .filled:
             BlockingWaitSpin.record(.caught, after: policy)
             return filledValue
+        case .preempted:
+            BlockingWaitSpin.record(.preempted, after: policy)
+            learnsFromSleep = false
+            if isFilled {
+                return filledValue
+            }
+        case .timedOut:
+            break
         }
         if time == .distantFuture {
             let waiter = BlockingWaiter<Value>()
             add(.link(waiter, BlockingWaiter<Value>.wake))
             let asleep = DispatchTime.now().uptimeNanoseconds
             _ = waiter.sleep(until: .distantFuture)
-            BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            if learnsFromSleep {
+                BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            }
             return filledValue
         }
         guard time > DispatchTime.now() else {
@@ -70,23 +84,42 @@ extension DeferredStorage {
         }
         let asleep = DispatchTime.now().uptimeNanoseconds
         if waiter.sleep(until: time) {
-            BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            if learnsFromSleep {
+                BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            }
             return filledValue
         }
         registry.waiterGaveUp()
         return nil
     }
 
-    /// Polls until the value is visible (`true`) or the uptime clock reaches `end` (`false`).
-    private final func spinUntilFilled(until end: UInt64) -> Bool {
+    /// How a poll ended.
+    private enum Spin {
+        /// The value is visible.
+        case filled
+        /// The poll reached its end.
+        case timedOut
+        /// The thread lost its core while it polled (see ``SpinPolicy/preemptionGap``).
+        case preempted
+    }
+
+    /// Polls until the value is visible, the uptime clock reaches `end`, or the polling thread
+    /// is found to have lost its core.
+    private final func spinUntilFilled(from start: UInt64, until end: UInt64) -> Spin {
+        var last = start
         repeat {
             for _ in 0..<BlockingWaitSpin.pollsPerClockReading {
                 if StorageState(rawValue: state.load(ordering: .acquiring)).isFilled {
-                    return true
+                    return .filled
                 }
             }
-        } while DispatchTime.now().uptimeNanoseconds < end
-        return isFilled
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now &- last > SpinPolicy.preemptionGap {
+                return .preempted
+            }
+            last = now
+        } while last < end
+        return isFilled ? .filled : .timedOut
     }
 }
 
@@ -105,7 +138,8 @@ internal func blockingWait<Value>(
     if let value = peek() {
         return value
     }
-    let end = min(time.uptimeNanoseconds, DispatchTime.now().uptimeNanoseconds &+ BlockingWaitSpin.policy.limit)
+    let start = DispatchTime.now().uptimeNanoseconds
+    let end = BlockingWaitSpin.policy.pollEnd(from: start, deadline: time.uptimeNanoseconds)
     repeat {
         if let value = peek() {
             return value
