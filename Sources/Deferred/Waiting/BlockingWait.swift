@@ -46,30 +46,33 @@ extension DeferredStorage {
         let time = deadline.uptimeNanoseconds >= 1 << 62 ? .distantFuture : deadline
         let policy = BlockingWaitSpin.policy
         let start = DispatchTime.now().uptimeNanoseconds
-        // Whether the sleep that may follow the poll teaches the policy anything: not after a
-        // preemption, which the policy has been told of.
-        var learnsFromSleep = true
-        switch spinUntilFilled(from: start, until: policy.pollEnd(from: start, deadline: time.uptimeNanoseconds)) {
+        let poll = spinUntilFilled(from: start, until: policy.pollEnd(from: start, deadline: time.uptimeNanoseconds))
+        switch poll {
         case .filled:
             BlockingWaitSpin.record(.caught, after: policy)
             return filledValue
         case .preempted:
             BlockingWaitSpin.record(.preempted, after: policy)
-            learnsFromSleep = false
             if isFilled {
                 return filledValue
             }
         case .timedOut:
             break
         }
+        // Tells the policy how long the sleep since `asleep` took, unless the poll was preempted:
+        // the policy has been told of that, and a second record from the same starting policy
+        // would undo it.
+        func recordSleep(since asleep: UInt64) {
+            if poll != .preempted {
+                BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
+            }
+        }
         if time == .distantFuture {
             let waiter = BlockingWaiter<Value>()
             add(.link(waiter, BlockingWaiter<Value>.wake))
             let asleep = DispatchTime.now().uptimeNanoseconds
             _ = waiter.sleep(until: .distantFuture)
-            if learnsFromSleep {
-                BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
-            }
+            recordSleep(since: asleep)
             return filledValue
         }
         guard time > DispatchTime.now() else {
@@ -84,9 +87,7 @@ extension DeferredStorage {
         }
         let asleep = DispatchTime.now().uptimeNanoseconds
         if waiter.sleep(until: time) {
-            if learnsFromSleep {
-                BlockingWaitSpin.record(.slept(DispatchTime.now().uptimeNanoseconds &- asleep), after: policy)
-            }
+            recordSleep(since: asleep)
             return filledValue
         }
         registry.waiterGaveUp()
