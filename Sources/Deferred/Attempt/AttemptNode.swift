@@ -36,6 +36,10 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// The node needs no `deinit` of its own: the slot's releases the hub, whose own `deinit`
     /// releases what it holds upstream through a ``ReleaseStack``, so dropping a node goes a
     /// level or two deep whatever the chain above it.
+    ///
+    /// A release that finds the node unreferenced detaches only its handlers and leaves the hub
+    /// here: a pending time limit holds the node weakly and may revive it at that moment to
+    /// decide it, which reads the hub (see ``ChainNode/detachDownstream(to:)``).
     @usableFromInline
     internal let hubSlot: AtomicReference<AttemptHub>
 
@@ -77,14 +81,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         hubSlot = AtomicReference(nil, tagged: true)
         self.cancellation = cancellation
         super.init(filledWith: result)
-    }
-
-    @usableFromInline
-    override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        super.detachDownstream(to: &nodes)
-        if let hub = hubSlot.take() {
-            nodes.push(hub)
-        }
     }
 
     /// Whether the hub in ``hubSlot`` is this attempt's own: a flag rather than a field of its

@@ -15,7 +15,11 @@ internal class ChainNode: @unchecked Sendable {
     /// Moves the nodes downstream of this one into `nodes` and drops everything else this node
     /// would release, so that releasing it releases nothing recursively.
     ///
-    /// Called only on a node that nobody else references any more.
+    /// Called only on a node that nobody else holds strongly any more. A weak reference (an
+    /// attempt's pending time limit) may still revive the node while this runs, and the revived
+    /// node is then used as if nothing had happened: an override takes only what it takes with
+    /// one atomic step that the node's other operations respect (its handlers), never a field
+    /// that those operations read without such a step.
     @usableFromInline
     internal func detachDownstream(to nodes: inout ReleaseStack) {}
 
