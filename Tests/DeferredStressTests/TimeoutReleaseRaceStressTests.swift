@@ -12,19 +12,27 @@ extension StressSuites {
     /// find it unreferenced and drop its handlers while the limit runs them: the storage's
     /// release and its fill now take the handlers with one atomic step each, so each handler
     /// is run or dropped, once (before, both walked the same handlers: a use-after-free). The
-    /// release also leaves the attempt its hub, which the limit's decision reads (before, it
-    /// released the hub under the limit: a use-after-free that AddressSanitizer caught in about
-    /// one run in twenty at 20,000 rounds). A future's limit keeps its result, so there every
-    /// handler runs.
+    /// release also leaves the attempt its hub, which the limit's decision reads: the hub it
+    /// shares with its source, or, for a second limit on the same source, its own (before, the
+    /// release freed the hub under the limit: a use-after-free that AddressSanitizer caught in
+    /// about one run in twenty at 20,000 rounds, on either path). A future's limit keeps its
+    /// result, so there every handler runs.
     @Suite struct TimeoutReleaseRaceStressTests {
         static let handlers = 64
 
-        /// One round: a clock whose limit is pending, and what the handlers ran and kept alive.
+        /// One round: a clock whose limits are pending, and what the handlers ran and kept alive.
         protocol TimeoutRound: Sendable {
             var clock: VirtualTimeExecutor { get }
             var ran: Counter { get }
             var live: LiveCount { get }
         }
+
+        /// Limits that an attempt's release may race: one decides through the hub it shares
+        /// with its source, and those after the first through hubs of their own.
+        static let limits = 8
+
+        /// Handlers on each limit when there are several.
+        static let handlersPerLimit = 8
 
         /// An unfilled input, its timeout on a virtual clock, and handlers on the result, whose
         /// future is dropped: only the input's link and the pending limit hold the result.
@@ -77,6 +85,35 @@ extension StressSuites {
             print("attempt timeout against the release of its source: \(outcomes)")
             let expected = ["ran 0, live 0", "ran \(Self.handlers), live 0"]
             #expect(Set(outcomes.keys).isSubset(of: expected), "each round runs all handlers or drops all, once")
+        }
+
+        /// Several attempt timeouts on one unfilled source, each with its handlers.
+        final class SeveralLimitsRound: TimeoutRound {
+            let input = Mutex<DeferredAttempt<Int, TestError>?>(DeferredAttempt<Int, TestError>())
+            let clock = VirtualTimeExecutor()
+            let ran = Counter()
+            let live = LiveCount()
+
+            init() {
+                let source = input.withLock { $0! }.attempt
+                for _ in 0..<TimeoutReleaseRaceStressTests.limits {
+                    let limited = source.timeout(after: .seconds(1), on: clock, failingWith: .timedOut)
+                    for _ in 0..<TimeoutReleaseRaceStressTests.handlersPerLimit {
+                        let tracked = LifetimeTracked(live)
+                        limited.upon(.immediate) { [ran] _ in
+                            ran.increment()
+                            blackHole(tracked)
+                        }
+                    }
+                }
+            }
+        }
+
+        @Test func severalAttemptTimeoutsFiringWhileTheirSourceIsReleasedRunEachHandlerOnce() {
+            let outcomes = Self.race(SeveralLimitsRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
+            print("\(Self.limits) attempt timeouts against the release of their source: \(outcomes)")
+            let expected = (0...Self.limits).map { "ran \($0 * Self.handlersPerLimit), live 0" }
+            #expect(Set(outcomes.keys).isSubset(of: expected), "each limit runs all its handlers or drops all, once")
         }
 
         /// Races `release` against the round's clock passing the limit, in batches of 500
