@@ -27,13 +27,6 @@ extension StressSuites {
             var live: LiveCount { get }
         }
 
-        /// Limits that an attempt's release may race: one decides through the hub it shares
-        /// with its source, and those after the first through hubs of their own.
-        static let limits = 8
-
-        /// Handlers on each limit when there are several.
-        static let handlersPerLimit = 8
-
         /// An unfilled input, its timeout on a virtual clock, and handlers on the result, whose
         /// future is dropped: only the input's link and the pending limit hold the result.
         final class FutureRound: TimeoutRound {
@@ -44,32 +37,25 @@ extension StressSuites {
 
             init() {
                 let result = input.withLock { $0! }.timeout(after: .seconds(1), on: clock, substituting: -1)
-                for _ in 0..<TimeoutReleaseRaceStressTests.handlers {
-                    let tracked = LifetimeTracked(live)
-                    result.upon(.immediate) { [ran] _ in
-                        ran.increment()
-                        blackHole(tracked)
-                    }
-                }
+                addHandlers(TimeoutReleaseRaceStressTests.handlers, to: result)
             }
         }
 
-        /// The same for an attempt's timeout.
+        /// The same for `limits` attempt timeouts on one source, which share the handlers.
+        ///
+        /// The first limit decides through the hub it shares with its source, those after it
+        /// through hubs of their own.
         final class AttemptRound: TimeoutRound {
             let input = Mutex<DeferredAttempt<Int, TestError>?>(DeferredAttempt<Int, TestError>())
             let clock = VirtualTimeExecutor()
             let ran = Counter()
             let live = LiveCount()
 
-            init() {
-                let limited = input.withLock { $0! }.attempt.timeout(
-                    after: .seconds(1), on: clock, failingWith: .timedOut)
-                for _ in 0..<TimeoutReleaseRaceStressTests.handlers {
-                    let tracked = LifetimeTracked(live)
-                    limited.upon(.immediate) { [ran] _ in
-                        ran.increment()
-                        blackHole(tracked)
-                    }
+            init(limits: Int) {
+                let source = input.withLock { $0! }.attempt
+                for _ in 0..<limits {
+                    let limited = source.timeout(after: .seconds(1), on: clock, failingWith: .timedOut)
+                    addHandlers(TimeoutReleaseRaceStressTests.handlers / limits, to: limited)
                 }
             }
         }
@@ -80,39 +66,12 @@ extension StressSuites {
             #expect(outcomes.keys.sorted() == ["ran \(Self.handlers), live 0"])
         }
 
-        @Test func anAttemptTimeoutFiringWhileItsSourceIsReleasedRunsEachHandlerOnce() {
-            let outcomes = Self.race(AttemptRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
-            print("attempt timeout against the release of its source: \(outcomes)")
-            let expected = ["ran 0, live 0", "ran \(Self.handlers), live 0"]
-            #expect(Set(outcomes.keys).isSubset(of: expected), "each round runs all handlers or drops all, once")
-        }
-
-        /// Several attempt timeouts on one unfilled source, each with its handlers.
-        final class SeveralLimitsRound: TimeoutRound {
-            let input = Mutex<DeferredAttempt<Int, TestError>?>(DeferredAttempt<Int, TestError>())
-            let clock = VirtualTimeExecutor()
-            let ran = Counter()
-            let live = LiveCount()
-
-            init() {
-                let source = input.withLock { $0! }.attempt
-                for _ in 0..<TimeoutReleaseRaceStressTests.limits {
-                    let limited = source.timeout(after: .seconds(1), on: clock, failingWith: .timedOut)
-                    for _ in 0..<TimeoutReleaseRaceStressTests.handlersPerLimit {
-                        let tracked = LifetimeTracked(live)
-                        limited.upon(.immediate) { [ran] _ in
-                            ran.increment()
-                            blackHole(tracked)
-                        }
-                    }
-                }
-            }
-        }
-
-        @Test func severalAttemptTimeoutsFiringWhileTheirSourceIsReleasedRunEachHandlerOnce() {
-            let outcomes = Self.race(SeveralLimitsRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
-            print("\(Self.limits) attempt timeouts against the release of their source: \(outcomes)")
-            let expected = (0...Self.limits).map { "ran \($0 * Self.handlersPerLimit), live 0" }
+        @Test(arguments: [1, 8])
+        func attemptTimeoutsFiringWhileTheirSourceIsReleasedRunEachHandlerOnce(limits: Int) {
+            let outcomes = Self.race(
+                { AttemptRound(limits: limits) }, release: { round in blackHole(round.input.withLock { $0.take() }) })
+            print("\(limits) attempt timeout(s) against the release of their source: \(outcomes)")
+            let expected = (0...limits).map { "ran \($0 * Self.handlers / limits), live 0" }
             #expect(Set(outcomes.keys).isSubset(of: expected), "each limit runs all its handlers or drops all, once")
         }
 
@@ -130,6 +89,20 @@ extension StressSuites {
                 }
             }
             return outcomes
+        }
+    }
+}
+
+extension StressSuites.TimeoutReleaseRaceStressTests.TimeoutRound {
+    /// Adds `count` inline handlers to `future`, each counting its run in ``ran`` and keeping a
+    /// capture counted in ``live``.
+    func addHandlers(_ count: Int, to future: some FutureProtocol) {
+        for _ in 0..<count {
+            let tracked = LifetimeTracked(live)
+            future.upon(.immediate) { [ran] _ in
+                ran.increment()
+                blackHole(tracked)
+            }
         }
     }
 }
