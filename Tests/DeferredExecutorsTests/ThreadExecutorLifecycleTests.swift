@@ -164,7 +164,7 @@ import Testing
             }
             let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
             let ran = message.split(separator: "\n").count { $0 == "ran" }
-            print("race enqueue against shutdown: \(ran) jobs ran, then one was refused and stopped the program")
+            progress("race enqueue against shutdown: \(ran) jobs ran, then one was refused and stopped the program")
             #expect(message.contains("a job was enqueued on ThreadExecutor \"racing"))
             #expect(message.contains("after shutdown()"))
             #expect(!message.contains("was lost"))

@@ -51,7 +51,7 @@ extension StressSuites {
         @Test func aFanOutRacingTheFillRunsEachHandlerOnceAndInOrder() {
             RaceHarness.expectInterleavings(
                 "fill against forty upons",
-                rounds: Stress.rounds,
+                rounds: TestSize.current.raceRounds,
                 expected: ["all before the fill", "some before the fill", "all after the fill"],
                 setup: Round.init,
                 left: { $0.deferred.fill(with: 1) },
@@ -70,7 +70,7 @@ extension StressSuites {
         @Test func fanOutsFromTwoThreadsShareTheChunksAndEachRunsOnceInOrder() {
             RaceHarness.expectInterleavings(
                 "forty upons against forty upons",
-                rounds: Stress.rounds,
+                rounds: TestSize.current.raceRounds,
                 expected: ["left's first", "right's first", "interleaved"],
                 setup: Round.init,
                 left: { $0.addHandlers(0..<Self.width) },

@@ -16,9 +16,9 @@ extension StressSuites {
     @Suite struct RandomGraphStressTests {
         @Test(.timeLimit(.minutes(10)))
         func everyNodeOfARandomGraphGetsTheValueOfTheSequentialModel() {
-            let seed = Stress.seed
-            let count = Stress.graphs
-            print("random graphs: \(count) graphs from seed \(seed) (replay with DEFERRED_STRESS_SEED=\(seed))")
+            let seed = TestSize.seed
+            let count = TestSize.current.graphs
+            progress("random graphs: \(count) graphs from seed \(seed) (replay with DEFERRED_STRESS_SEED=\(seed))")
             let pool = ExecutorPool()
             var (nodes, failed) = (0, 0)
             for index in 0..<count {
@@ -33,7 +33,7 @@ extension StressSuites {
                     Issue.record(Comment(rawValue: ([heading] + report).joined(separator: "\n")))
                 }
             }
-            print("random graphs: \(nodes) nodes in \(count) graphs; \(count - failed) graphs agree with the model")
+            progress("random graphs: \(nodes) nodes in \(count) graphs; \(count - failed) graphs agree with the model")
             #expect(pool.thread.shutdown().wait(until: .now() + 10) != nil)
         }
     }

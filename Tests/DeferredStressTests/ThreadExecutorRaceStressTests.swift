@@ -10,9 +10,8 @@ extension StressSuites {
     /// A ThreadExecutor's promise under races with its shutdown: a body it accepted runs exactly
     /// once, one it refused never runs, and either way the body is released and the thread ends.
     @Suite struct ThreadExecutorRaceStressTests {
-        /// Rounds of each race: each round starts a thread, so at most 10,000 (still 2,000 under
-        /// a sanitizer).
-        static var rounds: Int { min(Stress.rounds, 10_000) }
+        /// Rounds of each race: each round starts a thread.
+        static var rounds: Int { TestSize.current.threadRaceRounds }
 
         /// One round: an executor, the bodies submitted to it, and what became of them.
         final class Round: Sendable {

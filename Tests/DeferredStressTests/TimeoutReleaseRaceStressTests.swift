@@ -62,7 +62,7 @@ extension StressSuites {
 
         @Test func aFutureTimeoutFiringWhileItsInputIsReleasedRunsEachHandlerOnce() {
             let outcomes = Self.race(FutureRound.init) { round in blackHole(round.input.withLock { $0.take() }) }
-            print("future timeout against the release of its input: \(outcomes)")
+            progress("future timeout against the release of its input: \(outcomes)")
             #expect(outcomes.keys.sorted() == ["ran \(Self.handlers), live 0"])
         }
 
@@ -70,7 +70,7 @@ extension StressSuites {
         func attemptTimeoutsFiringWhileTheirSourceIsReleasedRunEachHandlerOnce(limits: Int) {
             let outcomes = Self.race(
                 { AttemptRound(limits: limits) }, release: { round in blackHole(round.input.withLock { $0.take() }) })
-            print("\(limits) attempt timeout(s) against the release of their source: \(outcomes)")
+            progress("\(limits) attempt timeout(s) against the release of their source: \(outcomes)")
             let expected = (0...limits).map { "ran \($0 * Self.handlers / limits), live 0" }
             #expect(Set(outcomes.keys).isSubset(of: expected), "each limit runs all its handlers or drops all, once")
         }
@@ -81,7 +81,7 @@ extension StressSuites {
             _ make: () -> Round, release: @escaping @Sendable (Round) -> Void
         ) -> [String: Int] {
             var outcomes: [String: Int] = [:]
-            for _ in 0..<max(1, Stress.rounds / 2_500) {
+            for _ in 0..<max(1, TestSize.current.raceRounds / 2_500) {
                 let rounds = (0..<500).map { _ in make() }
                 RaceHarness.run(rounds, left: release, right: { round in round.clock.advance(by: .seconds(1)) })
                 for round in rounds {

@@ -1,12 +1,14 @@
 import Dispatch
 import Foundation
 
-/// Runs `body` on a thread of its own with an 8 MiB stack, the size a program's threads
-/// usually get, and returns its result; prints how long it took.
+/// Runs `body` on a thread of its own with a stack of ``TestSize/deepStackBytes`` and returns
+/// its result; prints how long it took.
 ///
-/// The million-deep stack-safety tests use it for three reasons:
+/// The stack-safety tests use it for three reasons:
 /// - The stack is known: a recursive implementation overflows it, whatever thread pool the
-///   test runner happens to use.
+///   test runner happens to use. It is 8 MiB, the size a program's threads usually get, for
+///   chains a million deep (`DEFERRED_TEST_SIZE=full`), and 1 MiB for the quick 100,000: a
+///   level of recursion needs at least 16 bytes, so either depth overflows its stack.
 /// - They do not hold the test runner's threads. Swift Testing runs synchronous tests on the
 ///   cooperative pool, which has one thread per core; a few long synchronous tests there would
 ///   keep every other test waiting, and a new user would watch a minute of silence.
@@ -32,16 +34,13 @@ public func onDeepStack<Result: Sendable>(
             let (seconds, attoseconds) = (ContinuousClock.now - started).components
             deepStackLanes.signal()
             let elapsed = Double(seconds) + Double(attoseconds) / 1e18
-            print("deep: \(name), depth \(Stress.depth): \(String(format: "%.1f", elapsed)) s")
+            progress("deep: \(name), depth \(TestSize.current.depth): \(String(format: "%.1f", elapsed)) s")
             continuation.resume(returning: result)
         }
-        thread.stackSize = deepStackSize
+        thread.stackSize = TestSize.current.deepStackBytes
         thread.start()
     }
 }
-
-/// The stack of each deep run: 8 MiB.
-private let deepStackSize = 8 << 20
 
 /// How many deep runs may run at once: one per core.
 private let deepStackLanes = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))

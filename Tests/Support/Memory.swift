@@ -4,9 +4,9 @@ import Foundation
 /// it means something.
 ///
 /// Under a sanitizer, which keeps freed memory in quarantine or shadows it, resident memory says
-/// little; CI names the sanitizer in `DEFERRED_SANITIZER` for such runs, and then this is `nil`.
+/// little, and this is `nil` (see ``TestSize/underSanitizer``).
 public func residentMemory() -> Int? {
-    guard ProcessInfo.processInfo.environment["DEFERRED_SANITIZER"] == nil else {
+    guard !TestSize.underSanitizer else {
         return nil
     }
     #if os(Linux)  // /proc/self/statm is Linux's; elsewhere the memory tests are skipped

@@ -15,7 +15,7 @@ public import Testing
 ///
 /// Hard assertions (exactly once, one winner, order) are checked in every round and always
 /// fail the test. An interleaving that is still missing when the budget is spent fails the test
-/// only where ``Stress/requiresEveryInterleaving`` says so (CI's release stress stage); the
+/// only where ``TestSize/requiresEveryInterleaving`` says so (CI's release stress stage); the
 /// default run prints it with the counts. Docs/Reliability.md explains why.
 public enum RaceHarness {
     /// The side of the race the caller runs on: `"left"`, `"right"`, or `nil` off the harness
@@ -57,9 +57,9 @@ public enum RaceHarness {
     /// interleaving is missing. A missing interleaving fails the test if `requireEvery` is set.
     public static func expectInterleavings<Fixture: Sendable>(
         _ name: String,
-        rounds: Int = Stress.rounds,
+        rounds: Int = TestSize.current.raceRounds,
         expected: Set<String>,
-        requireEvery: Bool = Stress.requiresEveryInterleaving,
+        requireEvery: Bool = TestSize.requiresEveryInterleaving,
         setup: () -> Fixture,
         left: @escaping @Sendable (Fixture) -> Void,
         right: @escaping @Sendable (Fixture) -> Void,
@@ -68,7 +68,7 @@ public enum RaceHarness {
     ) {
         var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
         let started = ContinuousClock.now
-        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > Stress.raceTimeBudget) {
+        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > TestSize.raceTimeBudget) {
             let fixtures = (0..<size).map { _ in setup() }
             run(fixtures, left: left, right: right)
             var batch: [String: Int] = [:]
@@ -86,15 +86,15 @@ public enum RaceHarness {
     /// `batch` runs the given number of rounds and returns how often each interleaving happened.
     public static func expectInterleavings(
         _ name: String,
-        rounds: Int = Stress.rounds,
+        rounds: Int = TestSize.current.raceRounds,
         expected: Set<String>,
-        requireEvery: Bool = Stress.requiresEveryInterleaving,
+        requireEvery: Bool = TestSize.requiresEveryInterleaving,
         sourceLocation: SourceLocation = #_sourceLocation,
         batch: (Int) async -> [String: Int]
     ) async {
         var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
         let started = ContinuousClock.now
-        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > Stress.raceTimeBudget) {
+        while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > TestSize.raceTimeBudget) {
             search.record(await batch(size))
         }
         report(search, name: name, requireEvery: requireEvery, sourceLocation: sourceLocation)
@@ -105,7 +105,7 @@ public enum RaceHarness {
     private static func report(
         _ search: InterleavingSearch, name: String, requireEvery: Bool, sourceLocation: SourceLocation
     ) {
-        print(search.summary(name))
+        progress(search.summary(name))
         for outcome in search.unexpected {
             Issue.record("unexpected outcome '\(outcome)' in \(name)", sourceLocation: sourceLocation)
         }
@@ -115,7 +115,7 @@ public enum RaceHarness {
                     "'\(interleaving)' never happened in \(name) in \(search.rounds) rounds",
                     sourceLocation: sourceLocation)
             } else {
-                print(
+                progress(
                     "race \(name): '\(interleaving)' not seen in \(search.rounds) rounds on this machine now; "
                         + "not a failure here (DEFERRED_STRESS_STRICT=1 makes it one, as in CI's release stage)")
             }

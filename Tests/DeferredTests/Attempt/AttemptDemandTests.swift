@@ -203,29 +203,6 @@ import Testing
         #expect(below.peek() == .success(2))
     }
 
-    @Test func aMillionDeepChainWithAHandlerOnEveryStageStopsOnlyItsCancelledEnd() async {
-        let depth = Stress.depth
-        let (runs, tail, late) = await onDeepStack("attempt map chain with a handler on every stage, end cancelled") {
-            let root = DeferredAttempt<Int, TestError>()
-            let runs = Counter()
-            var stages = root.attempt
-            for _ in 0..<depth {
-                stages = stages.map(upon: .immediate) { value in
-                    runs.increment()
-                    return value + 1
-                }
-                stages.uponSuccess(.immediate) { _ in }
-            }
-            let end = stages.map(upon: .immediate) { $0 + 1 }
-            end.cancel()
-            root.succeed(with: 0)
-            return (runs.value, stages.peek(), end.peek())
-        }
-        #expect(runs == depth, "every stage with a handler ran")
-        #expect(tail == .success(depth))
-        #expect(late == .failure(.cancelled))
-    }
-
     /// What is derived from a stage below a timeout that already fired.
     enum AfterTimeout: String, CaseIterable, CustomTestStringConvertible {
         case recover, mapError, delay, andThen, fallback

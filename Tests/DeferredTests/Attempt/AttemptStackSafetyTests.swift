@@ -3,11 +3,12 @@ import Dispatch
 import TestSupport
 import Testing
 
-/// Guarantee 4 for attempts: a chain of a million attempts of any derived kind, on the
-/// immediate executor, succeeds, fails, is cancelled from its tail, and is dropped unfinished,
-/// without overflowing an 8 MiB stack (see ``onDeepStack(_:_:)``).
+/// Guarantee 4 for attempts: a chain of attempts of any derived kind, as deep as the test size
+/// says (100,000 quick, 1,000,000 at full size; see ``TestSize``), on the immediate executor,
+/// succeeds, fails, is cancelled from its tail, and is dropped unfinished, without overflowing
+/// the stack of ``onDeepStack(_:_:)``.
 @Suite struct AttemptStackSafetyTests {
-    static let depth = Stress.depth
+    static let depth = TestSize.current.depth
 
     /// A chain of `depth` stages of `kind` after a producer that counts its cancellations.
     struct Chain: Sendable {
@@ -31,7 +32,7 @@ import Testing
     }
 
     @Test(arguments: AttemptKind.allCases)
-    func aMillionDeepChainSucceeds(_ kind: AttemptKind) async {
+    func aDeepChainSucceeds(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
         let result = await onDeepStack("attempt \(kind) chain, succeeded") {
             let chain = Chain(kind, queue: queue)
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test(arguments: AttemptKind.allCases)
-    func aMillionDeepChainFails(_ kind: AttemptKind) async {
+    func aDeepChainFails(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
         let result = await onDeepStack("attempt \(kind) chain, failed") {
             let chain = Chain(kind, queue: queue)
@@ -53,7 +54,7 @@ import Testing
     }
 
     @Test(arguments: AttemptKind.allCases)
-    func cancellingTheTailOfAMillionDeepChainStopsTheProducer(_ kind: AttemptKind) async {
+    func cancellingTheTailOfADeepChainStopsTheProducer(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
         let (tail, stopped, lateSuccess, producer) = await onDeepStack("attempt \(kind) chain, cancelled") {
             let chain = Chain(kind, queue: queue)
@@ -70,7 +71,7 @@ import Testing
     }
 
     @Test(arguments: AttemptKind.allCases)
-    func droppingAMillionDeepUnfinishedChainReleasesIt(_ kind: AttemptKind) async {
+    func droppingADeepUnfinishedChainReleasesIt(_ kind: AttemptKind) async {
         let live = LiveCount()
         let queue = DispatchQueue(label: "delays")
         let stopped = await onDeepStack("attempt \(kind) chain, dropped") {
@@ -88,7 +89,7 @@ import Testing
         let code: Int
     }
 
-    @Test func aMillionDeepChainOfTranslatedPlainErrorsIsCancelledAndReleased() async {
+    @Test func aDeepChainOfTranslatedPlainErrorsIsCancelledAndReleased() async {
         let translations = Counter()
         let (tail, stopped) = await onDeepStack("attempt mapError chain of plain errors, cancelled and dropped") {
             let producer = DeferredAttempt<Int, Numbered>(cancellationError: Numbered(code: 0))
@@ -107,5 +108,31 @@ import Testing
         #expect(tail == .failure(Numbered(code: Self.depth)), "each stage translated the cancellation error")
         #expect(translations.value == Self.depth, "once per stage, when it was made")
         #expect(stopped == 1)
+    }
+
+    /// A deep `map` chain with a handler on every stage, whose end alone is cancelled: every stage
+    /// that a handler needs still runs, and only the end stops, without a recursion through the
+    /// demand of the stages above it.
+    @Test func aDeepChainWithAHandlerOnEveryStageStopsOnlyItsCancelledEnd() async {
+        let depth = Self.depth
+        let (runs, tail, late) = await onDeepStack("attempt map chain with a handler on every stage, end cancelled") {
+            let root = DeferredAttempt<Int, TestError>()
+            let runs = Counter()
+            var stages = root.attempt
+            for _ in 0..<depth {
+                stages = stages.map(upon: .immediate) { value in
+                    runs.increment()
+                    return value + 1
+                }
+                stages.uponSuccess(.immediate) { _ in }
+            }
+            let end = stages.map(upon: .immediate) { $0 + 1 }
+            end.cancel()
+            root.succeed(with: 0)
+            return (runs.value, stages.peek(), end.peek())
+        }
+        #expect(runs == depth, "every stage with a handler ran")
+        #expect(tail == .success(depth))
+        #expect(late == .failure(.cancelled))
     }
 }

@@ -63,7 +63,7 @@ import Testing
         screen.queue.sync {}
         #expect(screen.stale.value == 0, "no superseded query's results reached the screen")
         #expect(screen.shown.load(ordering: .relaxed) == last)
-        print(
+        progress(
             "search as you type: 300 keystrokes, \(screen.delivered.value) results shown, "
                 + "\(screen.stopped.value) superseded searches told to stop, \(screen.stale.value) stale"
         )

@@ -103,7 +103,7 @@ import Testing
                 endExitTest(passed: growth < 3_000_000)
             }
             let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-            print("100,000 cancelled waiters on one unfilled future: \(report)")
+            progress("100,000 cancelled waiters on one unfilled future: \(report)")
         }
     #endif
 }

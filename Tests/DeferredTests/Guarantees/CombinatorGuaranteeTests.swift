@@ -4,56 +4,14 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Guarantees 2, 4 and 5 for every way of deriving a future (``FutureKind``), on every kind of
-/// executor (``ExecutorKind``): one parameterized test per guarantee, so a combinator or an
-/// executor that breaks one shows up by name.
+/// Guarantees 2 and 5 for every way of deriving a future (``FutureKind``), on every kind of
+/// executor (``ExecutorKind``).
 ///
-/// The deep tests build chains of `Stress.depth` stages (1,000,000 unless
-/// `DEFERRED_STRESS_DEPTH` says otherwise) on the immediate executor, the one that would recurse,
-/// with delays and limits on a virtual clock. The others run a shallow chain on every executor.
+/// One parameterized test per guarantee, so a combinator or an executor that breaks one shows
+/// up by name. Guarantee 4 for each kind, on chains as deep as the test size says, is in
+/// ``CombinatorStackSafetyTests``.
 @Suite struct CombinatorGuaranteeTests {
-    static let depth = Stress.depth
     static let shallow = 20
-
-    /// Guarantee 4: a chain of a million stages of one kind fills without overflowing the stack,
-    /// and each step runs once.
-    @Test(arguments: FutureKind.allCases)
-    func aMillionDeepChainFills(_ kind: FutureKind) async {
-        let (tail, runs) = await onDeepStack("\(kind) chain, filled") {
-            let executor = ExecutorKind.immediate.make()
-            let probe = StageProbe(LiveCount())
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = kind.stage(after: tail, on: executor, probe: probe)
-            }
-            root.fill(with: 0)
-            executor.settle { tail.isFilled }
-            return (tail.peek(), probe.runs.value)
-        }
-        #expect(tail == kind.tail(depth: Self.depth))
-        #expect(runs == kind.steps(depth: Self.depth))
-    }
-
-    /// Guarantees 4 and 5: dropping an unfilled chain of a million stages releases every stage
-    /// and the handler at its end, with a loop rather than a recursion.
-    @Test(arguments: FutureKind.allCases)
-    func droppingAMillionDeepUnfilledChainReleasesIt(_ kind: FutureKind) async {
-        let live = LiveCount()
-        await onDeepStack("\(kind) chain, dropped") {
-            let executor = ExecutorKind.immediate.make()
-            let probe = StageProbe(live)
-            let root = Deferred<Int>()  // Held to the end, so the whole chain is released at once.
-            var tail = Future(root)
-            for _ in 0..<Self.depth {
-                tail = kind.stage(after: tail, on: executor, probe: probe)
-            }
-            let tracked = LifetimeTracked(live)
-            tail.upon(executor.executor) { _ in _ = tracked }
-            withExtendedLifetime(root) {}
-        }
-        #expect(live.value == 0)
-    }
 
     /// Guarantees 2 and 5: on every executor, each step and the handler at the end run exactly
     /// once, after the fill, and each closure is released right after it runs, while the chain

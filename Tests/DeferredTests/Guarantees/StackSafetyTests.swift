@@ -5,21 +5,22 @@ import TestSupport
 import Testing
 
 /// Guarantee 4: stack safety, for the shapes that are not a chain of one kind (those are in
-/// ``CombinatorGuaranteeTests``).
+/// ``CombinatorStackSafetyTests``).
 ///
 /// Chains and fan-outs of any depth fill, and are released, without overflowing the stack.
-/// A recursive implementation crashes at these depths. The depth is 1,000,000 unless
-/// `DEFERRED_STRESS_DEPTH` says otherwise (CI runs a smaller depth under the sanitizers). Each
-/// test runs on a thread with an 8 MiB stack (see ``onDeepStack(_:_:)``) and prints its time.
+/// A recursive implementation crashes at these depths: 100,000 levels on a 1 MiB stack, or
+/// 1,000,000 on 8 MiB at full size (see ``TestSize``, and ``StackSafetyCalibrationTests`` for the
+/// proof that recursions crash there). Each test runs on a thread of its own (see
+/// ``onDeepStack(_:_:)``) and prints its time.
 @Suite struct StackSafetyTests {
-    static let depth = Stress.depth
+    static let depth = TestSize.current.depth
 
     @Test func aChainOfAndThensOverFuturesFilledLaterFills() async {
         let (tail, expected) = await onDeepStack("andThen chain over futures filled later") {
             let root = Deferred<Int>()
             var tail = Future(root)
             var steps: [Deferred<Int>] = []
-            for _ in 0..<Self.depth / 10 {
+            for _ in 0..<Self.depth {
                 let step = Deferred<Int>()
                 steps.append(step)
                 tail = tail.andThen(upon: .immediate) { _ in step }
@@ -34,7 +35,7 @@ import Testing
         #expect(tail == expected)
     }
 
-    @Test func aMillionHandlersOnOneFutureRun() async {
+    @Test func aWideFanOutOfHandlersOnOneFutureRuns() async {
         let ran = await onDeepStack("handler fan-out, filled") {
             let deferred = Deferred<Int>()
             let ran = Counter()
@@ -47,7 +48,7 @@ import Testing
         #expect(ran == Self.depth)
     }
 
-    @Test func droppingAnUnfilledFutureWithAMillionHandlersReleasesThem() async {
+    @Test func droppingAnUnfilledFutureWithAWideFanOutOfHandlersReleasesThem() async {
         let live = LiveCount()
         await onDeepStack("handler fan-out, dropped") {
             let deferred = Deferred<Int>()
@@ -59,7 +60,7 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aMillionEverysOverEveryFill() async {
+    @Test func aDeepChainOfEverysOverEveryFills() async {
         let (delivered, read) = await onDeepStack("every over every, filled") {
             let root = Deferred<Int>()
             var tail = root.every { $0 }
@@ -75,7 +76,7 @@ import Testing
         #expect(read == Self.depth, "every read applies the whole chain again")
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionEverysReleasesIt() async {
+    @Test func droppingAnUnfilledDeepChainOfEverysReleasesIt() async {
         let live = LiveCount()
         await onDeepStack("every over every, dropped") {
             let tracked = LifetimeTracked(live)
@@ -89,7 +90,7 @@ import Testing
         #expect(live.value == 0, "the first step's captures were released with the chain")
     }
 
-    @Test func aMillionEverysEachErasedToAFutureFillAndAreReleased() async {
+    @Test func aDeepChainOfEverysEachErasedToAFutureFillsAndIsReleased() async {
         let live = LiveCount()
         let (tail, joined) = await onDeepStack("erased every chain, filled and dropped") {
             let root = Deferred<Int>()
@@ -114,7 +115,7 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aChainOfAMillionIgnoringViewsFills() async {
+    @Test func aDeepChainOfIgnoringViewsFills() async {
         let filled = await onDeepStack("ignoring-view chain, filled") {
             let root = Deferred<Int>()
             var tail = root.ignored().eraseToFuture()
@@ -127,7 +128,7 @@ import Testing
         #expect(filled)
     }
 
-    @Test func droppingAnUnfilledChainOfAMillionIgnoringViewsReleasesIt() async {
+    @Test func droppingAnUnfilledDeepChainOfIgnoringViewsReleasesIt() async {
         let live = LiveCount()
         await onDeepStack("ignoring-view chain, dropped") {
             var tail = Deferred<Int>().ignored().eraseToFuture()
@@ -140,7 +141,7 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aFanOutOfAMillionMapsFromOneFutureFillsAndIsReleased() async {
+    @Test func aWideFanOutOfMapsFromOneFutureFillsAndIsReleased() async {
         let live = LiveCount()
         let (unfilledBefore, last, filled, liveAfterFill) = await onDeepStack("map fan-out, filled and dropped") {
             let root = Deferred<Int>()
