@@ -8,8 +8,8 @@ extension StressSuites {
     /// Guarantees 1 and 2 under real races.
     ///
     /// One value wins, and every handler runs exactly once, whether it was added before, during
-    /// or after the fill. Each test runs `TestSize.current.raceRounds` rounds (10,000 by default, 100,000 in CI)
-    /// on two threads and checks that every interleaving it names actually happened. The tests run
+    /// or after the fill. Each test runs `TestSize.current.raceRounds` rounds (2,000 quick,
+    /// 100,000 at full size) on two threads and checks that every interleaving it names actually happened. The tests run
     /// one at a time so that the two threads of a race really run at once on a two-core machine.
     @Suite struct RaceStressTests {
         static var rounds: Int { TestSize.current.raceRounds }

@@ -75,13 +75,13 @@ extension StressSuites {
             #expect(Set(outcomes.keys).isSubset(of: expected), "each limit runs all its handlers or drops all, once")
         }
 
-        /// Races `release` against the round's clock passing the limit, in batches of 500
-        /// rounds, and counts the outcomes: how many handlers ran, and how many captures live.
+        /// Races `release` against the round's clock passing the limit for the test size's rounds, in
+        /// batches of 500, and counts the outcomes: how many handlers ran, and how many captures live.
         static func race<Round: TimeoutRound>(
             _ make: () -> Round, release: @escaping @Sendable (Round) -> Void
         ) -> [String: Int] {
             var outcomes: [String: Int] = [:]
-            for _ in 0..<max(1, TestSize.current.raceRounds / 2_500) {
+            for _ in 0..<max(1, TestSize.current.raceRounds / 500) {
                 let rounds = (0..<500).map { _ in make() }
                 RaceHarness.run(rounds, left: release, right: { round in round.clock.advance(by: .seconds(1)) })
                 for round in rounds {

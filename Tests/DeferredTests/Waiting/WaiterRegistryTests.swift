@@ -109,7 +109,7 @@ import Testing
         }
         RaceHarness.expectInterleavings(
             "timed-out wait against fill",
-            rounds: TestSize.current.raceRounds / 5,
+            rounds: TestSize.current.raceRounds,
             expected: ["value", "timed out"],
             setup: Round.init,
             left: { $0.result.fill(with: $0.deferred.wait(until: .now() + $0.patience)) },
