@@ -7,7 +7,8 @@ extension StressSuites {
     /// Guarantees 8–10 under real races: `cancel()` against the producer's result, and against
     /// the start of a step.
     ///
-    /// Each race runs `TestSize.current.raceRounds` rounds on two threads and counts the interleavings it names.
+    /// Each race runs `TestSize.current.raceRounds` rounds on two threads and counts the
+    /// interleavings it names.
     /// What the race threads see is counted and checked afterwards, where `#expect` has a test.
     @Suite struct AttemptRaceStressTests {
         /// The state one round shares between the two threads.

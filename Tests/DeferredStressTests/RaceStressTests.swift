@@ -9,8 +9,9 @@ extension StressSuites {
     ///
     /// One value wins, and every handler runs exactly once, whether it was added before, during
     /// or after the fill. Each test runs `TestSize.current.raceRounds` rounds (2,000 quick,
-    /// 100,000 at full size) on two threads and checks that every interleaving it names actually happened. The tests run
-    /// one at a time so that the two threads of a race really run at once on a two-core machine.
+    /// 100,000 at full size) on two threads and checks that every interleaving it names actually
+    /// happened. The tests run one at a time so that the two threads of a race really run at once
+    /// on a two-core machine.
     @Suite struct RaceStressTests {
         static var rounds: Int { TestSize.current.raceRounds }
 

@@ -7,8 +7,9 @@ import Foundation
 /// The stack-safety tests use it for three reasons:
 /// - The stack is known: a recursive implementation overflows it, whatever thread pool the
 ///   test runner happens to use. It is 8 MiB, the size a program's threads usually get, for
-///   chains a million deep (`DEFERRED_TEST_SIZE=full`), and 1 MiB for the quick 100,000: a
-///   level of recursion needs at least 16 bytes, so either depth overflows its stack.
+///   chains a million deep (`DEFERRED_TEST_SIZE=full`), and 160 KiB for the quick 20,000:
+///   about 8 bytes a level either way, while a level of recursion needs at least 16, so a
+///   recursion overflows the stack at either size.
 /// - They do not hold the test runner's threads. Swift Testing runs synchronous tests on the
 ///   cooperative pool, which has one thread per core; a few long synchronous tests there would
 ///   keep every other test waiting, and a new user would watch a minute of silence.

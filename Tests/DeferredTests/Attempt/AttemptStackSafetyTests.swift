@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Guarantee 4 for attempts: a chain of attempts of any derived kind, as deep as the test size
-/// says (100,000 quick, 1,000,000 at full size; see ``TestSize``), on the immediate executor,
+/// says (20,000 quick, 1,000,000 at full size; see ``TestSize``), on the immediate executor,
 /// succeeds, fails, is cancelled from its tail, and is dropped unfinished, without overflowing
 /// the stack of ``onDeepStack(_:_:)``.
 @Suite struct AttemptStackSafetyTests {

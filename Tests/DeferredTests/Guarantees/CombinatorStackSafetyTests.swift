@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Guarantee 4 for every way of deriving a future (``FutureKind``): a chain of one kind, as deep
-/// as the test size says (100,000 stages quick, 1,000,000 at full size; see ``TestSize``), fills
+/// as the test size says (20,000 stages quick, 1,000,000 at full size; see ``TestSize``), fills
 /// and is released without overflowing the stack of ``onDeepStack(_:_:)``.
 ///
 /// The chains run on the immediate executor, the one that would recurse, with delays and limits

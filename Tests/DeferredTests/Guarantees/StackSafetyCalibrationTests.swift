@@ -17,23 +17,25 @@ import Testing
 @Suite struct StackSafetyCalibrationTests {
     #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
         @Test func aRecursiveReleaseAsDeepAsTheStackSafetyTestsOverflowsTheirStack() async {
-            let result = await #expect(processExitsWith: .failure) {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                 await onDeepStack("calibration: recursive release") {
                     releaseRecursively(depth: TestSize.current.depth)
                 }
                 endExitTest(passed: true)
             }
             progress("calibration: a recursive release \(TestSize.current.depth) deep ended with \(describe(result))")
+            #expect(overflowedItsStack(result), "the child ended by overflowing its stack, not otherwise")
         }
 
         @Test func aRecursiveDrainAsDeepAsTheStackSafetyTestsOverflowsTheirStack() async {
-            let result = await #expect(processExitsWith: .failure) {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
                 _ = await onDeepStack("calibration: recursive drain") {
                     drainRecursively(depth: TestSize.current.depth)
                 }
                 endExitTest(passed: true)
             }
             progress("calibration: a recursive drain \(TestSize.current.depth) deep ended with \(describe(result))")
+            #expect(overflowedItsStack(result), "the child ended by overflowing its stack, not otherwise")
         }
 
         @Test func bothRecursionsAtAHundredthOfTheDepthFitTheStack() async {
@@ -80,6 +82,21 @@ private func drainRecursively(depth: Int) -> Int? {
     }
     stages[0].fill(with: 0)
     return stages[depth].value
+}
+
+/// Whether an exit test's child ended by overflowing its stack: killed by the signal of an access
+/// to the guard page below the stack (`SIGSEGV`; `SIGBUS` on some Apple systems), or, under
+/// AddressSanitizer, which catches that signal itself, with its report of a stack overflow.
+private func overflowedItsStack(_ result: ExitTest.Result?) -> Bool {
+    switch result?.exitStatus {
+    case .signal(SIGSEGV), .signal(SIGBUS):
+        return true
+    case .exitCode:
+        let errors = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        return errors.contains("AddressSanitizer: stack-overflow")
+    default:
+        return false
+    }
 }
 
 /// How an exit test's child ended, for the log.
