@@ -35,14 +35,20 @@ extension StressSuites {
                         }
                         return timedOut
                     }
-                    let count = TestSize.current.timedOutWaits
                     var timedOut = 0
-                    let growth = residentGrowth(warmUp: 10_000, count: count) { timedOut = waits($0) }
-                    print("resident memory grew by \(growth) bytes over \(timedOut) timed-out waits")
-                    endExitTest(passed: timedOut == count && growth < 2_000_000)
+                    let growth = residentGrowth(warmUp: 10_000, count: TestSize.current.timedOutWaits) {
+                        timedOut = waits($0)
+                    }
+                    print("growth: \(growth)\ntimed out: \(timedOut)")
+                    endExitTest(passed: true)
                 }
                 let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-                progress("timed-out waits on one unfilled future: \(report)")
+                let (growth, timedOut) = (measuredFigure("growth", in: report), measuredFigure("timed out", in: report))
+                progress(
+                    "timed-out waits on one unfilled future: resident memory grew by \(growth ?? -1) bytes over \(timedOut ?? -1) timed-out waits"
+                )
+                #expect(timedOut == TestSize.current.timedOutWaits, "every wait timed out")
+                #expect(growth.map { $0 < 2_000_000 } == true, "grew by \(growth ?? -1) bytes; the limit is 2 MB")
             }
 
             @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
@@ -57,14 +63,12 @@ extension StressSuites {
                             deferred.fill(with: [index])
                         }
                     }
-                    let count = TestSize.current.memoryCycles
-                    let growth = residentGrowth(warmUp: 100_000, count: count, cycles)
                     // Kept, one cycle's objects would cost at least 150 bytes: 30 MB for 200,000.
-                    print("resident memory grew by \(growth) bytes over \(count) cycles")
-                    endExitTest(passed: growth < residentGrowthLimit)
+                    print("growth: \(residentGrowth(warmUp: 100_000, count: TestSize.current.memoryCycles, cycles))")
+                    endExitTest(passed: true)
                 }
                 let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-                progress("fill/upon cycles: \(report)")
+                expectFlat(measuredFigure("growth", in: report), over: "fill/upon cycles")
             }
 
             @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
@@ -79,14 +83,12 @@ extension StressSuites {
                             mapped.cancel()
                         }
                     }
-                    let count = TestSize.current.memoryCycles
-                    let growth = residentGrowth(warmUp: 100_000, count: count, cycles)
                     // Kept, one cycle's objects would cost at least 200 bytes: 40 MB for 200,000.
-                    print("resident memory grew by \(growth) bytes over \(count) cycles")
-                    endExitTest(passed: growth < residentGrowthLimit)
+                    print("growth: \(residentGrowth(warmUp: 100_000, count: TestSize.current.memoryCycles, cycles))")
+                    endExitTest(passed: true)
                 }
                 let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
-                progress("attempt create/cancel cycles: \(report)")
+                expectFlat(measuredFigure("growth", in: report), over: "attempt create/cancel cycles")
             }
 
             @Test(.timeLimit(.minutes(2)), .enabled(if: threadCount() != nil))
@@ -200,6 +202,17 @@ private func residentGrowth(warmUp: Int, count: Int, _ cycles: (Int) -> Void) ->
 /// The smallest leak, one 32-byte heap block a cycle, grows it by 6.4 MB over the 200,000 quick
 /// cycles (and the tests' own objects by far more). Measured growth is about 0.1 to 0.3 MB.
 private let residentGrowthLimit = 4_000_000
+
+/// Reports the growth a memory test's child measured over the test size's cycles, and fails the
+/// test if it is missing or not below ``residentGrowthLimit``.
+private func expectFlat(_ growth: Int?, over cycles: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    let count = TestSize.current.memoryCycles
+    progress("\(cycles): resident memory grew by \(growth ?? -1) bytes over \(count) cycles")
+    #expect(
+        growth.map { $0 < residentGrowthLimit } == true,
+        "grew by \(growth ?? -1) bytes over \(count) cycles; the limit is \(residentGrowthLimit)",
+        sourceLocation: sourceLocation)
+}
 
 /// How many threads this process has, where the platform reports it (Linux), and not under a
 /// sanitizer: like the memory measurements, the thread count is measured in the default and

@@ -22,3 +22,15 @@ public func residentMemory() -> Int? {
         return nil
     #endif
 }
+
+/// The figure that a measuring exit test's child printed as a line `name: <integer>`, if any.
+///
+/// A child that measures prints its figures this way and exits successfully; the parent reads
+/// them here and judges them with `#expect`, so a failure shows the figure it failed on. (Had
+/// the child judged, a failed exit test would return no output to show.)
+public func measuredFigure(_ name: String, in output: String) -> Int? {
+    let prefix = name + ": "
+    return output.split(separator: "\n").lazy.compactMap { line in
+        line.hasPrefix(prefix) ? Int(line.dropFirst(prefix.count)) : nil
+    }.first
+}
