@@ -46,8 +46,9 @@ let package = Package(
             dependencies: ["DeferredExecutors", "TestSupport"],
             swiftSettings: testSwiftSettings
         ),
-        // The reliability suite: races, random graphs, resources and misuse. Its sizes come from
-        // the environment (see Docs/Reliability.md), so CI can run it bigger in release mode.
+        // The reliability suite: races, random graphs, resources and misuse. Its sizes, like every
+        // test's, come from DEFERRED_TEST_SIZE (Tests/Support/TestSize.swift), so CI can run it
+        // at full size in release mode.
         .testTarget(
             name: "DeferredStressTests",
             dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
