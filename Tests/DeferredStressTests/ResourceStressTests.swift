@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 extension StressSuites {
-    /// Guarantee 3 under load: nothing the library holds outlives its use.
+    /// Guarantee 5 under load: nothing the library holds outlives its use.
     ///
     /// Memory stays flat over
     /// many fill/upon and attempt cycles (``TestSize/memoryCycles``: 200,000, or a million at
@@ -222,8 +222,8 @@ private func expectFlat(_ growth: Int?, over cycles: String, sourceLocation: Sou
 
 /// How many threads this process has, where the platform reports it (Linux), and not under a
 /// sanitizer: like the memory measurements, the thread count is measured in the default and
-/// release runs. (Under ThreadSanitizer, started while the parent ran million-deep chains, the
-/// child once exited with status 1 before printing anything.)
+/// release runs. (Under ThreadSanitizer, started while the parent ran deep chains, the child
+/// once exited with status 1 before printing anything.)
 private func threadCount() -> Int? {
     guard !TestSize.underSanitizer else {
         return nil

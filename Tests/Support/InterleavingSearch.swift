@@ -4,7 +4,8 @@
 /// the fill" and "after"). On a busy machine one of them can be rare, so the harness runs the
 /// race in batches and asks this policy after each batch whether to go on: it stops once it has
 /// run at least the minimum number of rounds *and* seen every interleaving, or once the round or
-/// time budget is spent. ``verdict`` then says what is still missing, if anything.
+/// time budget is spent. ``missing`` and ``unexpected`` then say what is still missing, and
+/// what should never have happened, if anything.
 ///
 /// It holds counts only and never looks at a clock or a thread, so it is tested on its own.
 public struct InterleavingSearch: Sendable {

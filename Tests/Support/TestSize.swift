@@ -20,7 +20,7 @@ import Foundation
 public struct TestSize: Sendable {
     /// The two sets of sizes.
     public enum Profile: String, Sendable {
-        /// The default: every test at a size that keeps its proof, in about a minute.
+        /// The default: every test at a size that keeps its proof, in about half a minute.
         case quick
         /// CI's sizes: the figures the README and Docs/Reliability.md promise.
         case full
@@ -104,8 +104,9 @@ public struct TestSize: Sendable {
         ProcessInfo.processInfo.environment["DEFERRED_STRESS_STRICT"] == "1"
     }
 
-    /// How long a race keeps running extra rounds to find a missing interleaving: 60 seconds
-    /// where every interleaving is required, 2 seconds otherwise (a missing one is only printed).
+    /// How long after it began a race may still start extra rounds to find a missing
+    /// interleaving: 60 seconds where every interleaving is required, 2 seconds otherwise (a
+    /// missing one is only printed). The minimum rounds run whatever the clock says.
     public static var raceTimeBudget: Duration {
         requiresEveryInterleaving ? .seconds(60) : .seconds(2)
     }
