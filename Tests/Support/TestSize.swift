@@ -105,8 +105,10 @@ public struct TestSize: Sendable {
     }
 
     /// How long after it began a race may still start extra rounds to find a missing
-    /// interleaving: 60 seconds where every interleaving is required, 2 seconds otherwise (a
-    /// missing one is only printed). The minimum rounds run whatever the clock says.
+    /// interleaving.
+    ///
+    /// 60 seconds where every interleaving is required, 2 seconds otherwise (a missing one is
+    /// only printed). The minimum rounds run whatever the clock says.
     public static var raceTimeBudget: Duration {
         requiresEveryInterleaving ? .seconds(60) : .seconds(2)
     }
