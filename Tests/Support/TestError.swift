@@ -23,3 +23,11 @@ extension Result {
         if case .success(let value) = self { value } else { nil }
     }
 }
+
+/// The ``TestError`` a task failed with, if it failed with one.
+public func failure<Success>(of task: Task<Success, any Error>) async -> TestError? {
+    if case .failure(let error) = await task.result {
+        return error as? TestError
+    }
+    return nil
+}

@@ -383,11 +383,3 @@ import Testing
         #expect(live.value == 0, "a callback must not keep its own attempt alive")
     }
 }
-
-/// The typed error a task failed with, if it failed.
-private func failure(of task: Task<Int, any Error>) async -> TestError? {
-    if case .failure(let error) = await task.result {
-        return error as? TestError
-    }
-    return nil
-}

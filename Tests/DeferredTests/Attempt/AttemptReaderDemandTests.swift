@@ -1,0 +1,81 @@
+import Deferred
+import Dispatch
+import TestSupport
+import Testing
+
+/// Guarantee 8 for readers: a task awaiting `get()` is a consumer of its attempt like a handler.
+/// When the task is cancelled and nothing else needs the attempt, the attempt is cancelled and
+/// the cancellation reaches the producer; while a handler or a derived stage still needs it, the
+/// work goes on.
+///
+/// For every kind of derived attempt (``AttemptKind``), after a producer that counts how often it
+/// was told to stop, with the readers of ``Readers``.
+@Suite struct AttemptReaderDemandTests {
+    /// Who reads the attempt under test.
+    enum Readers: String, CaseIterable, CustomTestStringConvertible {
+        case oneTask, twoTasks, aTaskAndAHandler, aTaskAndADerivedStage
+
+        var testDescription: String { rawValue }
+
+        /// How many tasks await `get()`.
+        var tasks: Int { self == .twoTasks ? 2 : 1 }
+
+        /// Whether something other than the tasks still needs the attempt once they are cancelled.
+        var othersRemain: Bool { self == .aTaskAndAHandler || self == .aTaskAndADerivedStage }
+    }
+
+    @Test(arguments: AttemptKind.allCases, Readers.allCases)
+    func cancellingEveryTaskAwaitingGetStopsTheWorkUnlessSomethingElseNeedsIt(
+        _ kind: AttemptKind, _ readers: Readers
+    ) async {
+        let producer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        producer.onCancel { stopped.increment() }
+        let attempt = kind.stage(after: producer.attempt, delayingOn: DispatchQueue(label: "delays"))
+        let handled = Counter()
+        var derived: Attempt<Int, TestError>?
+        switch readers {
+        case .aTaskAndAHandler: attempt.uponSuccess(.immediate) { _ in handled.increment() }
+        case .aTaskAndADerivedStage: derived = attempt.map(upon: .immediate) { $0 }
+        case .oneTask, .twoTasks: break
+        }
+        let tasks = (0..<readers.tasks).map { _ in
+            Task { () async throws(TestError) -> Int in try await attempt.get() }
+        }
+        for task in tasks {
+            task.cancel()
+        }
+        for task in tasks {
+            #expect(await failure(of: task) == .cancelled, "get() throws the cancellation error at once")
+        }
+
+        if readers.othersRemain {
+            #expect(stopped.value == 0, "the \(readers) still needs the work")
+            #expect(!attempt.isCancelled)
+            #expect(producer.succeed(with: 0))
+            #expect(attempt.value(within: 10) == kind.succeeded(depth: 1))
+            #expect(derived?.peek() ?? attempt.peek() == kind.succeeded(depth: 1))
+            return
+        }
+        withKnownIssue("issue 30: the stage keeps the demand it holds for itself", isIntermittent: false) {
+            #expect(stopped.value == 1, "the producer was told to stop, once")
+            #expect(attempt.isCancelled)
+            #expect(!producer.succeed(with: 0), "a stopped producer's late result is refused")
+        } when: {
+            kind.keepsItsSourceAfterItsReadersLeave
+        }
+        withExtendedLifetime(derived) {}
+    }
+}
+
+extension AttemptKind {
+    /// The kinds that do not yet give their source up when the last task awaiting `get()` is
+    /// cancelled: a stage that shares its source's demand holds a unit of its own there until it
+    /// is decided or released, whether anyone reads it or not (issue 30 replaces that design).
+    fileprivate var keepsItsSourceAfterItsReadersLeave: Bool {
+        switch self {
+        case .map, .mapError, .recover, .timeout, .delay, .allSucceeded: true
+        case .andThen, .fallback, .retry, .firstSucceeded: false
+        }
+    }
+}
