@@ -3,7 +3,8 @@ import Dispatch
 import TestSupport
 import Testing
 
-/// Guarantee 8 for readers: a task awaiting `get()` is a consumer of its attempt like a handler.
+/// Guarantee 8 for readers: a task awaiting `get()` is a consumer like a handler.
+///
 /// When the task is cancelled and nothing else needs the attempt, the attempt is cancelled and
 /// the cancellation reaches the producer; while a handler or a derived stage still needs it, the
 /// work goes on.
