@@ -26,9 +26,6 @@ public struct TestSize: Sendable {
         case full
     }
 
-    /// Which set this is.
-    public let profile: Profile
-
     /// Levels of each stack-safety chain, fan-out and view chain.
     public let depth: Int
 
@@ -72,7 +69,6 @@ public struct TestSize: Sendable {
 
     /// The sizes of `profile`.
     public init(_ profile: Profile) {
-        self.profile = profile
         switch profile {
         case .quick:
             depth = 20_000
