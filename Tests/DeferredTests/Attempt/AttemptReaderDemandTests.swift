@@ -33,10 +33,10 @@ import Testing
         let stopped = Counter()
         producer.onCancel { stopped.increment() }
         let attempt = kind.stage(after: producer.attempt, delayingOn: DispatchQueue(label: "delays"))
-        let handled = Counter()
+        let handled = Deferred<Int>()
         var derived: Attempt<Int, TestError>?
         switch readers {
-        case .aTaskAndAHandler: attempt.uponSuccess(.immediate) { _ in handled.increment() }
+        case .aTaskAndAHandler: attempt.uponSuccess(.immediate) { handled.fill(with: $0) }
         case .aTaskAndADerivedStage: derived = attempt.map(upon: .immediate) { $0 }
         case .oneTask, .twoTasks: break
         }
@@ -56,6 +56,9 @@ import Testing
             #expect(producer.succeed(with: 0))
             #expect(attempt.value(within: 10) == kind.succeeded(depth: 1))
             #expect(derived?.peek() ?? attempt.peek() == kind.succeeded(depth: 1))
+            if readers == .aTaskAndAHandler {
+                #expect(handled.value(within: 10) == kind.succeeded(depth: 1).successValue, "the handler got it")
+            }
             return
         }
         withKnownIssue("issue 30: the stage keeps the demand it holds for itself", isIntermittent: false) {
