@@ -26,7 +26,10 @@ extension Attempt {
         if let result = node.settledPeek() {
             return try result.get()
         }
-        guard let unit = node.takeUnit(forOwner: false) else {
+        // A task that may give up continues the path of a stage that shares its source's
+        // demand: it takes over the unit the stage holds for itself, so that when the task gives
+        // up, nothing is left that needs the stage.
+        guard let unit = node.takeUnit(forOwner: true) else {
             node.settleIfAbandoned()
             return try await Future(storage: node).value.get()
         }

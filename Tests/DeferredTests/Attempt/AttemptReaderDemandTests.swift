@@ -61,25 +61,9 @@ import Testing
             }
             return
         }
-        withKnownIssue("issue 30: the stage keeps the demand it holds for itself", isIntermittent: false) {
-            #expect(stopped.value == 1, "the producer was told to stop, once")
-            #expect(attempt.isCancelled)
-            #expect(!producer.succeed(with: 0), "a stopped producer's late result is refused")
-        } when: {
-            kind.keepsItsSourceAfterItsReadersLeave
-        }
+        #expect(stopped.value == 1, "the producer was told to stop, once")
+        #expect(attempt.isCancelled)
+        #expect(!producer.succeed(with: 0), "a stopped producer's late result is refused")
         withExtendedLifetime(derived) {}
-    }
-}
-
-extension AttemptKind {
-    /// The kinds that do not yet give their source up when the last task awaiting `get()` is
-    /// cancelled: a stage that shares its source's demand holds a unit of its own there until it
-    /// is decided or released, whether anyone reads it or not (issue 30 replaces that design).
-    fileprivate var keepsItsSourceAfterItsReadersLeave: Bool {
-        switch self {
-        case .map, .mapError, .recover, .timeout, .delay, .allSucceeded: true
-        case .andThen, .fallback, .retry, .firstSucceeded: false
-        }
     }
 }
