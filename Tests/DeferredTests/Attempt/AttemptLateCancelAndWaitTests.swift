@@ -81,6 +81,39 @@ import Testing
         #expect(ran.value == 1)
     }
 
+    /// How a source finished before it was cancelled.
+    enum Decided: String, CaseIterable, CustomTestStringConvertible {
+        case succeeded, failed
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Guarantee 14, one late-cancel rule: an attempt derived from a cancelled attempt fails with
+    /// the cancellation error, whatever the source had decided, and says so through
+    /// `isCancelled`, `peek()` and its callbacks alike.
+    @Test(arguments: AttemptKind.allCases, Decided.allCases)
+    func everyAttemptDerivedFromALateCancelledAttemptFailsWithTheCancellationError(
+        _ kind: AttemptKind, _ decided: Decided
+    ) {
+        let producer = DeferredAttempt<Int, TestError>()
+        switch decided {
+        case .succeeded: producer.succeed(with: 0)
+        case .failed: producer.fail(with: .failed(0))
+        }
+        producer.attempt.cancel()
+        #expect(producer.peek() == (decided == .succeeded ? .success(0) : .failure(.failed(0))), "the result stays")
+        let reported = Counter()
+        let derived = kind.stage(after: producer.attempt, delayingOn: DispatchQueue(label: "delays"))
+            .uponSuccess(.immediate) { _ in reported.increment() }
+            .uponFailure(.immediate) { _ in reported.increment() }
+        #expect(derived.value(within: 10) == .failure(.cancelled))
+        #expect(derived.isCancelled)
+        let handled = Deferred<Result<Int, TestError>>()
+        derived.upon(.immediate) { handled.fill(with: $0) }
+        #expect(handled.peek() == .failure(.cancelled), "handlers see what peek() sees")
+        #expect(reported.value == 0, "a cancellation reaches no success or failure callback")
+    }
+
     /// A failure type with no cancellation error: `cancel()` tells the producer to stop, and
     /// the producer's own result still decides the attempt.
     @Test func aPlainErrorAttemptIsDecidedByItsProducerAfterCancel() {

@@ -52,11 +52,11 @@ extension AttemptStep {
 }
 
 extension AttemptStep where InputFailure == Failure {
-    /// A cancelled source's failure passes on as it is; its success becomes this attempt's
-    /// cancellation error.
+    /// A cancelled source's result, whatever it was, becomes this attempt's cancellation error;
+    /// without one, a cancelled source's failure passes on as it is.
     @inlinable
     internal static func cancellation(of input: Result<Input, InputFailure>, ownError: Failure?) -> Failure? {
-        input.failure ?? ownError
+        ownError ?? input.failure
     }
 }
 

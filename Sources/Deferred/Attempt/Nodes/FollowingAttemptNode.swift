@@ -157,9 +157,10 @@ extension AttemptNode {
         decide(passed, cancelled: cancelled, in: &queue)
     }
 
-    /// The result this attempt takes from a source that finished with `result`: a cancelled
-    /// source's failure, or this attempt's cancellation error if the source was cancelled after
-    /// it succeeded, passes on as a cancellation.
+    /// The result this attempt takes from a source that finished with `result`: whatever a
+    /// cancelled source decided, this attempt fails with its cancellation error (the late-cancel
+    /// rule every kind follows). Without a cancellation error, a cancelled source's failure
+    /// passes on as a cancellation and its success as it is.
     @inlinable
     internal final func passedOn(
         _ result: Result<Success, Failure>, sourceCancelled: Bool
@@ -167,12 +168,12 @@ extension AttemptNode {
         guard sourceCancelled else {
             return (result, false)
         }
+        if let error = cancellationError {
+            return (.failure(error), true)
+        }
         if case .failure = result {
             return (result, true)
         }
-        guard let error = cancellationError else {
-            return (result, false)
-        }
-        return (.failure(error), true)
+        return (result, false)
     }
 }

@@ -178,11 +178,11 @@ internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error
 }
 
 extension JoinAttemptNode {
-    /// What an input's result means for the join: a cancelled input's result passes on as a
-    /// failure (its own, or the join's cancellation error if it had succeeded).
+    /// What an input's result means for the join: whatever a cancelled input decided, it
+    /// passes on as the join's cancellation error (without one, as it is).
     @usableFromInline
     internal func passedOn(_ result: Result<Element, Failure>, cancelled: Bool) -> Result<Element, Failure> {
-        guard cancelled, case .success = result, let error = cancellationError else {
+        guard cancelled, let error = cancellationError else {
             return result
         }
         return .failure(error)
