@@ -88,6 +88,11 @@ extension Attempt {
                 start: start),
             cancellation: first.node.cancellation
         )
+        // Nothing needing the loop any more cancels it now, not when its backoff ends, so that the
+        // work's captures go at once. Weak: the hub must not keep its own attempt alive.
+        retrying.consumerHub().onCancel { [weak retrying] in
+            retrying?.settleIfAbandoned()
+        }
         retrying.begin(first.node)
         return Attempt(node: retrying)
     }

@@ -121,6 +121,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         }
         guard !cancelled else {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
+            dropPendingWork()
             publish(result, in: &queue)
             releaseDemand(cancelled: true)
             return true
@@ -150,6 +151,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     {
         if let error = cancellationError {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
+            dropPendingWork()
             publish(.failure(error), in: &queue)
             return false
         }
@@ -165,6 +167,12 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         defer { queue.drain() }
         return decide(result, cancelled: cancelled, in: &queue)
     }
+
+    /// Releases what a pending timer would deliver or start for this attempt (a delayed result,
+    /// a retry's work), once it is decided as cancelled: a timer keeps nothing of a cancelled
+    /// attempt but the node.
+    @usableFromInline
+    internal func dropPendingWork() {}
 
     /// The error this attempt fails with when it is cancelled, if its failure type has one.
     @inlinable

@@ -1,4 +1,7 @@
 /// The node of an attempt's `delay`: passes its source's result on after a delay.
+///
+/// While the delay runs, the result waits in ``pending``, not in the timer's body, so that a
+/// cancellation releases it at once; the timer holds only the node.
 @usableFromInline
 internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
@@ -8,6 +11,10 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
 
     @usableFromInline
     internal let executor: any SchedulingExecutor
+
+    /// The source's result while the delay runs; tagged once it is delivered or dropped.
+    @usableFromInline
+    internal let pending = AtomicReference<DelayedResult<Success, Failure>>()
 
     @usableFromInline
     internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
@@ -28,8 +35,31 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
             node.decide(passed, cancelled: true, in: &queue)
             return
         }
-        node.executor.submit(after: node.delay) {
-            node.runStep { passed }
+        guard node.pending.exchangeUnlessTagged(DelayedResult(passed)).exchanged else {
+            return  // Cancelled already.
         }
+        node.executor.submit(after: node.delay) {
+            guard let delayed = node.pending.takeAndTag().object else {
+                return
+            }
+            node.runStep { delayed.result }
+        }
+    }
+
+    @usableFromInline
+    override internal func dropPendingWork() {
+        _ = pending.takeAndTag()
+    }
+}
+
+/// A delayed result, as an object that an atomic slot can hold.
+@usableFromInline
+internal final class DelayedResult<Success: Sendable, Failure: Error>: Sendable {
+    @usableFromInline
+    internal let result: Result<Success, Failure>
+
+    @usableFromInline
+    internal init(_ result: Result<Success, Failure>) {
+        self.result = result
     }
 }
