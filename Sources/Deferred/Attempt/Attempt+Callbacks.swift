@@ -19,6 +19,7 @@ extension Attempt {
     ///   - executor: Where `body` runs; a global concurrent Dispatch queue by default.
     ///   - body: Called once with the value, or never.
     /// - Returns: This attempt.
+    @_disfavoredOverload  // `.mainActor` picks the overload whose body is main-actor isolated.
     @inlinable
     @discardableResult
     public func uponSuccess(
@@ -54,6 +55,7 @@ extension Attempt {
     ///   - executor: Where `body` runs; a global concurrent Dispatch queue by default.
     ///   - body: Called once with the error, or never.
     /// - Returns: This attempt.
+    @_disfavoredOverload  // `.mainActor` picks the overload whose body is main-actor isolated.
     @inlinable
     @discardableResult
     public func uponFailure(

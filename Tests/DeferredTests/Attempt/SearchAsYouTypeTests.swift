@@ -69,3 +69,77 @@ import Testing
         )
     }
 }
+
+/// Search-as-you-type over main-actor state: each keystroke, on the main actor, cancels the
+/// previous search and starts the next, whose result a main-actor delivery shows.
+///
+/// Only the current query's results may ever reach the screen, whichever main-actor delivery
+/// shows them.
+@Suite struct MainActorSearchAsYouTypeTests {
+    @MainActor final class Screen {
+        var query = -1
+        var shown = -1
+        var delivered = 0
+        var stale = 0
+
+        func show(_ results: Int) {
+            delivered += 1
+            if results != query {
+                stale += 1
+            }
+            shown = results
+        }
+    }
+
+    /// How the screen receives the results.
+    enum Delivery: String, CaseIterable, CustomTestStringConvertible {
+        case uponSuccess, uponMainActor
+
+        var testDescription: String { rawValue }
+    }
+
+    static let keystrokes = 2_000
+
+    @Test(arguments: Delivery.allCases) @MainActor
+    func thousandsOfKeystrokesShowOnlyCurrentResults(_ delivery: Delivery) async {
+        let screen = Screen()
+        var previous: Attempt<Int, TestError>?
+        for keystroke in 0..<Self.keystrokes {
+            // The keystroke's own main-actor work, during which the previous search may answer
+            // and its delivery wait for the main actor, behind this keystroke.
+            let busy = ContinuousClock.now + .microseconds(Int.random(in: 0...200))
+            while ContinuousClock.now < busy {}
+            previous?.cancel()
+            screen.query = keystroke
+            let writer = DeferredAttempt<Int, TestError>()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int.random(in: 0...400))) {
+                writer.succeed(with: keystroke)
+            }
+            let search = writer.attempt.map(upon: .immediate) { $0 }
+            switch delivery {
+            case .uponSuccess:
+                search.uponSuccess(.mainActor) { screen.show($0) }
+            case .uponMainActor:
+                search.uponMainActor { result in
+                    if case .success(let results) = result {
+                        screen.show(results)
+                    }
+                }
+            }
+            previous = search
+            // The next keystroke comes after a moment like the search's own, so that results
+            // often arrive just before it, and their deliveries are on their way as it cancels.
+            try? await Task.sleep(for: .microseconds(Int.random(in: 0...300)))
+        }
+        let last = Self.keystrokes - 1
+        let deadline = ContinuousClock.now + .seconds(30)
+        while screen.shown != last && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(screen.shown == last, "the last query's results arrived")
+        #expect(screen.stale == 0, "no superseded query's results reached the screen")
+        progress(
+            "search as you type on the main actor (\(delivery)): \(Self.keystrokes) keystrokes, "
+                + "\(screen.delivered) results shown, \(screen.stale) stale")
+    }
+}
