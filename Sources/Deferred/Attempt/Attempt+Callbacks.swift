@@ -48,7 +48,7 @@ extension Attempt {
     /// A cancelled attempt — cancelled itself, or failed because an attempt it depends on was
     /// cancelled — calls no failure callback: cancelling is the consumer's choice, not an error
     /// to report. Use ``upon(_:execute:)`` and ``isCancelled`` to see cancellations too. Like
-    /// ``uponSuccess(_:execute:)``, a cancellation withdraws the callback if it has not
+    /// ``uponSuccess(_:execute:)-(Executor,_)``, a cancellation withdraws the callback if it has not
     /// started.
     ///
     /// - Parameters:

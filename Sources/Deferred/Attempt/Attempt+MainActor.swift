@@ -31,7 +31,7 @@ extension Attempt {
 
     /// Calls `body`, isolated to the main actor, with the error if the attempt fails and is not
     /// cancelled; a ``cancel()`` before `body` starts withdraws it. See
-    /// ``uponSuccess(_:execute:)-(MainActorExecutor,_)``.
+    /// `uponSuccess(.mainActor)`.
     ///
     /// - Parameters:
     ///   - executor: ``Executor/mainActor``.
@@ -54,7 +54,7 @@ extension Attempt {
     /// unless it is cancelled before `body` starts.
     ///
     /// Unlike ``upon(_:execute:)``, which reports every result, a main-actor delivery is a
-    /// callback that a cancellation withdraws, like ``uponSuccess(_:execute:)``: once
+    /// callback that a cancellation withdraws, like ``uponSuccess(_:execute:)-(Executor,_)``: once
     /// ``cancel()`` has returned, a result that has not reached the main actor yet never does,
     /// so screens never show a superseded answer. (Code written against `FutureProtocol` gets
     /// the protocol's `uponMainActor`, which reports every result.)

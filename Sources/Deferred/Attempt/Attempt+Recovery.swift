@@ -13,6 +13,7 @@ extension Attempt {
     ///   - executor: Where `recovery` runs. See ``Executor``.
     ///   - recovery: Makes a value from the error, or throws a failure.
     /// - Returns: An attempt that fails only if `recovery` throws, or is cancelled.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func recover(
         upon executor: some Executor,
@@ -37,6 +38,7 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts another attempt from the error, or throws a failure.
     /// - Returns: An attempt of this attempt's value or the fallback's result.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func fallback(
         upon executor: some Executor,
@@ -47,5 +49,45 @@ extension Attempt {
             Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
             Node.receive
         )
+    }
+
+    /// Returns an attempt that succeeds with this attempt's value, or with the value `recovery`
+    /// makes from its error; see
+    /// `recover(upon:substituting:)` with a closure that throws.
+    ///
+    /// This overload takes a `recovery` that cannot throw, so that the failure type comes from
+    /// this attempt, not from the closure.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `recovery` runs. See ``Executor``.
+    ///   - recovery: Makes a value from the error.
+    /// - Returns: An attempt that fails only if it is cancelled.
+    @inlinable
+    public func recover(
+        upon executor: some Executor,
+        substituting recovery: @escaping @Sendable (Failure) -> Success
+    ) -> Attempt<Success, Failure> {
+        let body: @Sendable (Failure) throws(Failure) -> Success = recovery
+        return recover(upon: executor, substituting: body)
+    }
+
+    /// Returns an attempt that succeeds with this attempt's value, or continues with the attempt
+    /// `start` makes from its error; see
+    /// `fallback(upon:to:)` with a closure that throws.
+    ///
+    /// This overload takes a `start` that cannot throw, so that the failure type comes from this
+    /// attempt, not from the closure.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `start` runs. See ``Executor``.
+    ///   - start: Starts another attempt from the error.
+    /// - Returns: An attempt of this attempt's value or the fallback's result.
+    @inlinable
+    public func fallback(
+        upon executor: some Executor,
+        to start: @escaping @Sendable (Failure) -> Attempt<Success, Failure>
+    ) -> Attempt<Success, Failure> {
+        let body: @Sendable (Failure) throws(Failure) -> Attempt<Success, Failure> = start
+        return fallback(upon: executor, to: body)
     }
 }

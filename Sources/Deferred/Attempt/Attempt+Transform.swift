@@ -18,6 +18,7 @@ extension Attempt {
     ///   - executor: Where `transform` runs. See ``Executor``.
     ///   - transform: Makes the new value, or throws a failure.
     /// - Returns: An attempt of the transformed value.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func map<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -26,6 +27,26 @@ extension Attempt {
         derive(
             OnSuccessStep<Success, NewSuccess, NewSuccess, Failure>.self, upon: executor, body: transform,
             cancellation: node.cancellation)
+    }
+
+    /// Returns an attempt that succeeds with `transform` applied to this attempt's value, or
+    /// fails with this attempt's error; see `map(upon:transform:)` with a closure that throws.
+    ///
+    /// This overload takes a transform that cannot throw, so that the failure type comes from
+    /// this attempt, not from the closure: a chain after ``mapError(upon:transform:)`` type-checks
+    /// as written.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs. See ``Executor``.
+    ///   - transform: Makes the new value.
+    /// - Returns: An attempt of the transformed value.
+    @inlinable
+    public func map<NewSuccess: Sendable>(
+        upon executor: some Executor,
+        transform: @escaping @Sendable (Success) -> NewSuccess
+    ) -> Attempt<NewSuccess, Failure> {
+        let body: @Sendable (Success) throws(Failure) -> NewSuccess = transform
+        return map(upon: executor, transform: body)
     }
 
     /// Returns an attempt that fails with `transform` applied to this attempt's error, or
@@ -76,6 +97,7 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts the next step, or throws a failure.
     /// - Returns: An attempt of the next step's result.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func andThen<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -86,6 +108,25 @@ extension Attempt {
             Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
             Node.receive
         )
+    }
+
+    /// Returns an attempt that continues with the attempt `start` makes from this attempt's
+    /// value; see `andThen(upon:start:)` with a closure that throws.
+    ///
+    /// This overload takes a `start` that cannot throw, so that the failure type comes from this
+    /// attempt, not from the closure.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `start` runs. See ``Executor``.
+    ///   - start: Starts the next step.
+    /// - Returns: An attempt of the next step's result.
+    @inlinable
+    public func andThen<NewSuccess: Sendable>(
+        upon executor: some Executor,
+        start: @escaping @Sendable (Success) -> Attempt<NewSuccess, Failure>
+    ) -> Attempt<NewSuccess, Failure> {
+        let body: @Sendable (Success) throws(Failure) -> Attempt<NewSuccess, Failure> = start
+        return andThen(upon: executor, start: body)
     }
 }
 

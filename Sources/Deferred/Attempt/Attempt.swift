@@ -71,7 +71,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// Calls `body` with the result, on `executor`, once the attempt has finished.
     ///
     /// The handler sees the result as it was decided, and runs even if the attempt is cancelled
-    /// afterwards; use ``uponSuccess(_:execute:)`` and ``uponFailure(_:execute:)`` for callbacks
+    /// afterwards; use ``uponSuccess(_:execute:)-(Executor,_)`` and ``uponFailure(_:execute:)-(Executor,_)`` for callbacks
     /// that a cancellation withdraws. A handler needs the attempt for good: the attempt is no
     /// longer cancelled when the attempts derived from it give up (``cancel()`` still cancels
     /// it).

@@ -1,0 +1,40 @@
+import Deferred
+import Testing
+
+/// Chains read the way they are written: each stage's types come from the stage before it, so
+/// a chain after `mapError` type-checks in one statement, without annotations.
+@Suite struct AttemptTypeInferenceTests {
+    enum Low: Error, Equatable { case x }
+    enum High: Error, Equatable { case w(Low) }
+
+    @Test func aChainAfterMapErrorTypeChecksAsWritten() {
+        let chained = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.andThen(
+            upon: .immediate
+        ) { Attempt(success: $0 + 1) }
+        #expect(chained.peek() == .failure(.w(.x)))
+
+        let mapped = Attempt<Int, Low>(success: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) {
+            $0 + 1
+        }
+        #expect(mapped.peek() == .success(2))
+
+        let recovered = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.recover(
+            upon: .immediate
+        ) { _ in 7 }
+        #expect(recovered.peek() == .success(7))
+
+        let fellBack = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.fallback(
+            upon: .immediate
+        ) { _ in Attempt(success: 8) }
+        #expect(fellBack.peek() == .success(8))
+    }
+
+    @Test func aStageThatThrowsStillTypeChecksAfterMapError() {
+        let thrown = Attempt<Int, Low>(success: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) {
+            value throws(High) in
+            if value > 0 { throw .w(.x) }
+            return value
+        }
+        #expect(thrown.peek() == .failure(.w(.x)))
+    }
+}
