@@ -30,7 +30,9 @@ extension Attempt {
     }
 
     /// Calls `body`, isolated to the main actor, with the error if the attempt fails and is not
-    /// cancelled; a ``cancel()`` before `body` starts withdraws it. See
+    /// cancelled.
+    ///
+    /// A ``cancel()`` before `body` starts withdraws it. See
     /// `uponSuccess(.mainActor)`.
     ///
     /// - Parameters:

@@ -3,7 +3,9 @@ import Dispatch
 import TestSupport
 import Testing
 
-/// Guarantee 15: a cancelled attempt holds nothing. Once `cancel()` returns, a pending timer (a
+/// Guarantee 15: a cancelled attempt holds nothing.
+///
+/// Once `cancel()` returns, a pending timer (a
 /// retry's backoff, a delay) keeps no reference to the work or its captures, though the timer
 /// itself fires only much later.
 @Suite struct AttemptTimerReleaseTests {

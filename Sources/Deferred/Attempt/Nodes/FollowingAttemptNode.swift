@@ -157,9 +157,10 @@ extension AttemptNode {
         decide(passed, cancelled: cancelled, in: &queue)
     }
 
-    /// The result this attempt takes from a source that finished with `result`: whatever a
-    /// cancelled source decided, this attempt fails with its cancellation error (the late-cancel
-    /// rule every kind follows). Without a cancellation error, a cancelled source's failure
+    /// The result this attempt takes from a source that finished with `result`.
+    ///
+    /// Whatever a cancelled source decided, this attempt fails with its cancellation error (the
+    /// late-cancel rule every kind follows). Without a cancellation error, a cancelled source's failure
     /// passes on as a cancellation and its success as it is.
     @inlinable
     internal final func passedOn(
