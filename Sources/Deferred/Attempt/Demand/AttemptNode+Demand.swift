@@ -97,20 +97,15 @@ extension AttemptNode {
     @inlinable
     @inline(__always)
     internal final func takePath() -> PathTaking {
-        let (word, taken) = flags.update { word in
-            let observed = AttemptFlags(rawValue: word)
-            guard !observed.has(AttemptFlags.pathTaken) else {
+        var taking = PathTaking.alreadyTaken
+        _ = flags.update { word in
+            guard let (next, outcome) = AttemptFlags(rawValue: word).takingPath() else {
                 return nil
             }
-            let handsOver = observed.has(AttemptFlags.holdsUnit) && !observed.has(AttemptFlags.keepsUnit)
-            return (word | AttemptFlags.pathTaken) & (handsOver ? ~AttemptFlags.holdsUnit : ~0)
+            taking = outcome
+            return next.rawValue
         }
-        let observed = AttemptFlags(rawValue: word)
-        guard taken else {
-            return .alreadyTaken
-        }
-        return observed.has(AttemptFlags.holdsUnit) && !observed.has(AttemptFlags.keepsUnit)
-            ? .handedOver : observed.has(AttemptFlags.holdsUnit) ? .converting(observed.depth) : .fresh
+        return taking
     }
 
     /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
@@ -124,13 +119,7 @@ extension AttemptNode {
         guard ownsHub else {
             let before = AttemptFlags(
                 rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
-            // A node that still holds the path unit keeps it; one that handed it over takes a
-            // side unit at its depth. One that holds none and never handed over is cancelled or
-            // decided already.
-            if !before.has(AttemptFlags.keepsUnit) && !before.has(AttemptFlags.holdsUnit)
-                && before.has(AttemptFlags.pathTaken), let hub = hubSlot.load().object,
-                hub.addUnit(depth: before.depth)
-            {
+            if before.pinning().takesSideUnit, let hub = hubSlot.load().object, hub.addUnit(depth: before.depth) {
                 flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
                 if isDecided {
                     // Decided meanwhile, and possibly released already: release this unit too.
@@ -156,9 +145,8 @@ extension AttemptNode {
             hubSlot.setTag().object?.finish(cancelled: cancelled)
         } else {
             let before = AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
-            if before.has(AttemptFlags.holdsUnit), let hub = hubSlot.load().object {
-                // Once the path below is taken, a unit still held is one its handlers keep.
-                DemandUnit(hub, depth: before.has(AttemptFlags.pathTaken) ? before.depth : DemandUnit.path).release()
+            if let depth = before.releasingHeldUnit().released, let hub = hubSlot.load().object {
+                DemandUnit(hub, depth: depth).release()
             }
         }
     }

@@ -175,3 +175,52 @@ extension AttemptFlags {
     @inlinable
     internal var depth: Int { Int(rawValue >> 8) }
 }
+
+/// The transitions of ``AttemptFlags`` that demand makes; ``AttemptNode`` applies them with one
+/// atomic step each.
+extension AttemptFlags {
+    /// The flags after a dependent continuing the path below this attempt comes, and what that
+    /// dependent must do (see ``PathTaking``); `nil` if another dependent took the path already.
+    ///
+    /// The attempt hands over the unit it holds, unless a handler keeps it.
+    @inlinable
+    internal func takingPath() -> (next: AttemptFlags, taking: PathTaking)? {
+        guard !has(Self.pathTaken) else {
+            return nil
+        }
+        let holds = has(Self.holdsUnit)
+        let keeps = has(Self.keepsUnit)
+        if holds && !keeps {
+            return (AttemptFlags(rawValue: (rawValue | Self.pathTaken) & ~Self.holdsUnit), .handedOver)
+        }
+        return (AttemptFlags(rawValue: rawValue | Self.pathTaken), holds ? .converting(depth) : .fresh)
+    }
+
+    /// The flags after a handler pins this attempt (a stage that shares its source's demand),
+    /// and whether the handler must take a side unit at this attempt's depth: the attempt
+    /// handed its unit over and holds none (one that never had a unit is cancelled or decided).
+    @inlinable
+    internal func pinning() -> (next: AttemptFlags, takesSideUnit: Bool) {
+        let takes = !has(Self.keepsUnit) && !has(Self.holdsUnit) && has(Self.pathTaken)
+        return (AttemptFlags(rawValue: rawValue | Self.keepsUnit), takes)
+    }
+
+    /// The flags once the side unit a handler took is held.
+    @inlinable
+    internal func holdingPinnedUnit() -> AttemptFlags {
+        AttemptFlags(rawValue: rawValue | Self.holdsUnit)
+    }
+
+    /// The flags after the attempt gives up the unit it holds, and that unit's depth (see
+    /// ``DemandUnit``), or `nil` if it held none: the path unit while nobody took the path below,
+    /// else a side unit at its depth, kept for its handlers.
+    @inlinable
+    internal func releasingHeldUnit() -> (next: AttemptFlags, released: Int?) {
+        let next = AttemptFlags(rawValue: rawValue & ~Self.holdsUnit)
+        guard has(Self.holdsUnit) else {
+            return (next, nil)
+        }
+        return (next, has(Self.pathTaken) ? depth : DemandUnit.path)
+    }
+}
+
