@@ -223,4 +223,3 @@ extension AttemptFlags {
         return (next, has(Self.pathTaken) ? depth : DemandUnit.path)
     }
 }
-
