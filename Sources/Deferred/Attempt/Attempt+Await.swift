@@ -34,17 +34,48 @@ extension Attempt {
             return try await Future(storage: node).value.get()
         }
         let result: Result<Success, Failure>
+        let waiter = DemandReleasingWaiter<Result<Success, Failure>>(unit)
         do {
-            result = try await Future(storage: node).get()
+            // The waiter gives the unit back as the result is delivered, on the thread that
+            // decides the attempt: a `cancel()` that decides it has stopped what nothing else
+            // needs by the time it returns, without waiting for this task to run again.
+            result = try await Future(storage: node).value(awaitedBy: waiter)
         } catch {
-            // The awaiting task was cancelled: stop needing the attempt, then report it.
+            // The awaiting task was cancelled: stop needing the attempt, then report it. A stage
+            // that nothing needs any more is decided as cancelled now, letting go of what it
+            // holds (a delay's result).
             unit.release()
+            node.settleIfAbandoned()
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }
             throw cancellation
         }
-        unit.release()
+        if !waiter.isFinished {
+            unit.release()  // Decided before the waiter was needed: nothing delivered through it.
+        }
         return try result.get()
+    }
+}
+
+/// A task's wait in `get()` that holds a unit of demand on the attempt, and gives it back as the
+/// result is delivered (a cancelled task gives it back itself).
+///
+/// `@unchecked Sendable` is sound as for ``AsyncWaiter``: the only field added is a constant.
+@usableFromInline
+internal final class DemandReleasingWaiter<Value: Sendable>: AsyncWaiter<Value>, @unchecked Sendable {
+    @usableFromInline
+    internal let unit: DemandUnit
+
+    @usableFromInline
+    internal init(_ unit: DemandUnit) {
+        self.unit = unit
+        super.init()
+    }
+
+    @usableFromInline
+    override internal func deliver(_ value: Value) {
+        unit.release()
+        super.deliver(value)
     }
 }

@@ -20,31 +20,47 @@ extension Attempt {
         on executor: some SchedulingExecutor,
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
-        let limited = AttemptNode<Success, Failure>(derived: shareDemand(), cancellation: node.cancellation)
+        let limited = TimeoutAttemptNode<Success, Failure>(
+            derived: shareDemand(), cancellation: node.cancellation, failure: error)
         let attempt = attach(limited, AttemptNode.forward)
         if !limited.isDecided {
             executor.submit(after: limit) { [weak limited] in
-                limited?.decide(.failure(error))
+                limited?.expire()
             }
         }
         return attempt
     }
+}
 
-    /// Returns an attempt that finishes with this attempt's result `delay` after this one
-    /// finishes.
-    ///
-    /// ```swift
-    /// let shownLater = api.banner().delay(by: .seconds(1), on: DispatchQueue.main)
-    /// ```
-    ///
-    /// A cancellation passes through at once. Cancelling the new attempt while it waits means
-    /// the result is never delivered.
-    ///
-    /// - Parameters:
-    ///   - delay: How long after this attempt finishes to wait.
-    ///   - executor: The executor that measures the delay.
-    /// - Returns: An attempt of the same result, finished later.
-    public func delay(by delay: Duration, on executor: some SchedulingExecutor) -> Attempt<Success, Failure> {
-        attach(DelayAttemptNode(on: self, delay: delay, executor: executor), DelayAttemptNode.receive)
+/// The node of an attempt's `timeout`: finishes with its source's result, or with its failure
+/// when the limit passes first.
+///
+/// The failure waits in ``pending``, not in the timer's body, which holds the node only weakly:
+/// once the attempt is decided, or dropped, the timer keeps nothing of it.
+@usableFromInline
+internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
+    @unchecked Sendable
+{
+    /// The failure for when the limit passes; taken when it does, or dropped on a cancellation.
+    @usableFromInline
+    internal let pending: AtomicReference<DelayedResult<Success, Failure>>
+
+    @usableFromInline
+    internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
+        pending = AtomicReference(DelayedResult(.failure(failure)))
+        super.init(derived: demand, cancellation: cancellation)
+    }
+
+    /// Decides this attempt with the failure, as the limit passes, unless it is decided.
+    @usableFromInline
+    internal func expire() {
+        if let failure = pending.takeAndTag().object {
+            decide(failure.result)
+        }
+    }
+
+    @usableFromInline
+    override internal func dropPendingWork() {
+        _ = pending.takeAndTag()
     }
 }

@@ -54,7 +54,6 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// Creates an attempt that has already succeeded.
     ///
     /// - Parameter success: The value every reader sees.
-    @_disfavoredOverload
     @inlinable
     public init(success: Success) {
         self.init(result: .success(success))

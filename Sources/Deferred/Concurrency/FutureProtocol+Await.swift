@@ -45,10 +45,21 @@ extension FutureProtocol {
     nonisolated(nonsending)
         public func get() async throws(CancellationError) -> Value
     {
+        try await value(awaitedBy: AsyncWaiter<Value>())
+    }
+
+    /// Returns the value once the future is filled, delivered through `waiter`, or throws
+    /// `CancellationError` as soon as the awaiting task is cancelled; see ``get()``.
+    ///
+    /// A subclass of ``AsyncWaiter`` can act on the value as it is delivered, on the thread that
+    /// fills the future, before the task resumes.
+    @usableFromInline
+    nonisolated(nonsending)
+        internal func value(awaitedBy waiter: AsyncWaiter<Value>) async throws(CancellationError) -> Value
+    {
         if let value = peek() {
             return value
         }
-        let waiter = AsyncWaiter<Value>()
         let waiters = self.waiters
         do {
             return try await withTaskCancellationHandler {

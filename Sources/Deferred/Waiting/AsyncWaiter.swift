@@ -12,7 +12,7 @@ import Synchronization
 /// releasing compare-and-swap to *waiting*, and read only by the one party whose acquiring
 /// compare-and-swap moves *waiting* to *finished*.
 @usableFromInline
-internal final class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sendable {
+internal class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sendable {
     @exclusivity(unchecked)
     private var continuation: UnsafeContinuation<Value, any Error>?
 
@@ -24,7 +24,7 @@ internal final class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sen
     /// Installs the continuation to resume; if the task was cancelled already, resumes it at
     /// once with `CancellationError` and returns `false`.
     @usableFromInline
-    internal func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
+    internal final func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
         self.continuation = continuation
         let (exchanged, _) = state.compareExchange(
             expected: Waiter<Value>.new,
@@ -40,7 +40,7 @@ internal final class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sen
     /// Resumes the task with `CancellationError`, unless it was resumed already; returns
     /// whether this call cancelled an installed waiter, one the registry may hold.
     @usableFromInline
-    internal func cancel() -> Bool {
+    internal final func cancel() -> Bool {
         let (observed, finished) = giveUp()
         guard finished && observed == Waiter<Value>.waiting else {
             return false

@@ -67,3 +67,27 @@ import Testing
         withExtendedLifetime(derived) {}
     }
 }
+
+/// Guarantee 8 with readers waiting: `cancel()` on an attempt that tasks await stops what
+/// nothing else needs before it returns, without waiting for those tasks to run again.
+@Suite struct AttemptCancelWithReadersTests {
+    @Test(arguments: AttemptKind.allCases, [1, 2])
+    func cancellingAnAttemptThatTasksAwaitStopsTheProducerBeforeItReturns(_ kind: AttemptKind, _ readers: Int) async {
+        let producer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        producer.onCancel { stopped.increment() }
+        let attempt = kind.stage(after: producer.attempt, delayingOn: DispatchQueue(label: "delays"))
+        let tasks = (0..<readers).map { _ in
+            Task { () async throws(TestError) -> Int in try await attempt.get() }
+        }
+        // Lets the tasks start waiting; if one has not yet, it finds the attempt cancelled.
+        try? await Task.sleep(for: .milliseconds(20))
+        attempt.cancel()
+        #expect(stopped.value == 1, "the producer was told to stop by the time cancel() returned")
+        #expect(!producer.succeed(with: 0), "its late result is refused")
+        for task in tasks {
+            #expect(await failure(of: task) == .cancelled)
+        }
+        #expect(stopped.value == 1, "once")
+    }
+}

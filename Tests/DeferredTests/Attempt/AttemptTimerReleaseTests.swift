@@ -64,6 +64,57 @@ import Testing
     }
 }
 
+extension AttemptTimerReleaseTests {
+    /// An error that keeps an object alive, as an error with a payload does.
+    struct TrackedError: Error {
+        let tracked: LifetimeTracked
+    }
+
+    @Test func aCancelledTimeoutKeepsNoneOfItsFailureInItsTimer() {
+        let live = LiveCount()
+        let producer = DeferredAttempt<Int, any Error>()
+        var limited: Attempt<Int, any Error>? = producer.attempt.timeout(
+            after: Self.farAway, on: DispatchQueue.global(), failingWith: TrackedError(tracked: LifetimeTracked(live)))
+        #expect(live.value == 1)
+        limited?.cancel()
+        limited = nil
+        #expect(live.value == 0, "the pending timer keeps nothing of the timed-out failure")
+        withExtendedLifetime(producer) {}
+    }
+
+    @Test func aRetryThatSucceededKeepsNoneOfItsWork() {
+        let live = LiveCount()
+        let producer = DeferredAttempt<Int, TestError>()
+        let retrying: Attempt<Int, TestError> = {
+            let tracked = LifetimeTracked(live)
+            return Attempt.retry(count: 2, on: DispatchQueue.global()) {
+                _ = tracked
+                return producer.attempt
+            }
+        }()
+        #expect(live.value == 1, "kept for the retries while the first attempt runs")
+        producer.succeed(with: 1)
+        #expect(retrying.peek() == .success(1))
+        #expect(live.value == 0, "no retry can follow a success: the work's captures are gone")
+    }
+
+    @Test func aDelayThatATaskGaveUpOnReleasesTheResultItWasHolding() async {
+        let live = LiveCount()
+        let delayed: Attempt<LifetimeTracked, TestError> = {
+            let producer = DeferredAttempt<LifetimeTracked, TestError>()
+            let delayed = producer.attempt.delay(by: Self.farAway, on: DispatchQueue.global())
+            producer.succeed(with: LifetimeTracked(live))
+            return delayed
+        }()
+        let reader = Task { () async throws(TestError) -> LifetimeTracked in try await delayed.get() }
+        try? await Task.sleep(for: .milliseconds(20))
+        reader.cancel()
+        #expect(await failure(of: reader) == .cancelled)
+        #expect(live.value == 0, "the only reader gave up: the delay was cancelled and let its result go")
+        #expect(delayed.isCancelled)
+    }
+}
+
 extension Result {
     /// The error, if this is a failure.
     fileprivate var failure: Failure? {

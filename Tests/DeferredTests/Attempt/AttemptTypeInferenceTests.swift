@@ -1,4 +1,5 @@
 import Deferred
+import TestSupport
 import Testing
 
 /// Chains read the way they are written: each stage's types come from the stage before it, so
@@ -36,5 +37,21 @@ import Testing
             return value
         }
         #expect(thrown.peek() == .failure(.w(.x)))
+    }
+
+    @Test func anAndThenThatReturnsANewAttemptStaysAnAttempt() {
+        let producer = DeferredAttempt<Int, TestError>()
+        let next = producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }
+        let mappedAfter = producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }.map(upon: .immediate) {
+            $0
+        }
+        let mappedBefore = producer.attempt.map(upon: .immediate) { $0 }.andThen(upon: .immediate) {
+            Attempt(success: $0)
+        }
+        producer.succeed(with: 4)
+        // Each is an attempt of the value, not a future of a result.
+        let attempts: [Attempt<Int, TestError>] = [next, mappedAfter, mappedBefore]
+        #expect(attempts.map { $0.peek() } == [.success(4), .success(4), .success(4)])
+        #expect(Attempt(success: 3).peek().map { _ in true } == true, "Attempt(success:) stands on its own")
     }
 }

@@ -1,88 +1,47 @@
-/// An attempt that waits for its source, then for another attempt that a step starts from the
-/// source's result: the node behind `andThen` and `fallback`.
-///
-/// It owns its hub. While it waits for the source, the hub holds a unit of the source's demand;
-/// once the step has started the next attempt, the hub holds a unit of the next attempt's
-/// demand instead. Cancelling it, or giving up every unit on its hub, releases whichever unit it
-/// holds, which cancels that attempt unless something else needs it.
-@usableFromInline
-internal final class FollowingAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>,
-    @unchecked Sendable
-where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, Step.Failure> {
-    /// Where the step runs; `nil` stands for the immediate executor.
-    @usableFromInline
-    internal let executor: (any Executor)?
+extension AttemptNode {
+    // MARK: The link layer's entry points for attempts
 
-    /// The user's closure, until it runs or is dropped; taken by one owner at a time, as in
-    /// ``StepAttemptNode``.
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var body: Step.Body?
-
+    /// Decides this attempt with what `step` returns, in a drain of its own, if a step of this
+    /// attempt may still start (see ``mayStartStep(in:)``); otherwise `step` never runs.
+    ///
+    /// What an executor runs for an attempt's step (`Attempt.async`, a delay's timer) calls this.
     @inlinable
-    internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, body: @escaping Step.Body) {
-        self.executor = executor
-        self.body = body
-        super.init(owningHubWith: source.node.cancellation)
-        hold(source.node)
+    internal final func runStep(_ step: () -> Result<Success, Failure>) {
+        var queue = DrainQueue()
+        if mayStartStep(in: &queue) {
+            decide(step(), cancelled: false, in: &queue)
+        }
+        queue.drain()
     }
 
-    /// The link step that the source's handler runs.
+    /// The link step that decides the attempt `node` with a future's value as its success.
     @inlinable
-    internal static func receive(
-        _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
+    internal static func succeedLinked(_ node: ChainNode, _ value: Success, _ queue: inout DrainQueue) {
+        AttemptNode.linked(node).decide(.success(value), cancelled: false, in: &queue)
+    }
+
+    /// The link step that decides the attempt `node` with a future's result.
+    @inlinable
+    internal static func decideLinked(_ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue)
+    {
+        AttemptNode.linked(node).decide(result, cancelled: false, in: &queue)
+    }
+
+    /// Adds `handler` through `queue`, with this attempt as the source its step sees.
+    @inlinable
+    internal final func link(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) {
-        let node = FollowingAttemptNode.linked(node)
-        if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
-            node.decideCancelled(from: input, in: &queue)
-        {
-            return
-        } else if !Step.runs(for: input) {
-            node.passOn(input, in: &queue)
-        } else if let executor = node.executor {
-            executor.submit {
-                var queue = DrainQueue()
-                node.start(input, in: &queue)
-                queue.drain()
-            }
-        } else {
-            node.start(input, in: &queue)
-        }
+        add(.sourcedLink(node, step), in: &queue)
     }
 
-    /// Decides this attempt as cancelled, since its source was with `input`; returns `false`,
-    /// deciding nothing, if its failure type has no cancellation error.
-    @usableFromInline
-    internal func decideCancelled(from input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) -> Bool {
-        guard let error = Step.cancellation(of: input, ownError: cancellationError) else {
-            return false
-        }
-        body = nil
-        decide(.failure(error), cancelled: true, in: &queue)
-        return true
-    }
-
-    /// Decides this attempt with what `input` passes on, without running the step.
+    /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
+    /// added by ``link(_:in:_:)``, which is always an attempt node of this type.
     @inlinable
-    internal func passOn(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        body = nil
-        decide(Step.passedOn(input), cancelled: false, in: &queue)
-    }
-
-    /// Runs the step unless this attempt was decided or is no longer needed, then follows the
-    /// attempt it started.
-    @inlinable
-    internal func start(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let body = body.take() else {
-            body = nil
-            return
-        }
-        switch Step.run(body, on: input) {
-        case .success(let attempt):
-            follow(attempt.node, in: &queue)
-        case .failure(let error):
-            decide(.failure(error), cancelled: false, in: &queue)
-        }
+    internal static func source(_ node: ChainNode) -> AttemptNode {
+        AttemptNode.linked(node)
     }
 }
 
@@ -176,5 +135,49 @@ extension AttemptNode {
             return (result, true)
         }
         return (result, false)
+    }
+}
+
+extension Attempt {
+    /// The demand for a transparent attempt derived from this one.
+    ///
+    /// The new attempt is the next stage on this attempt's path, with the path unit (handed
+    /// over or new); or, if another stage continues the path already, it starts a hub of its
+    /// own holding a unit here. If nobody needed this attempt any more, it is decided as
+    /// cancelled and the new attempt holds nothing.
+    @inlinable
+    internal func shareDemand() -> DerivedDemand {
+        guard !node.isDecided else {
+            // This attempt has its result: the new one needs nothing upstream, and taking a
+            // unit here would make the stages above it needed again.
+            return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
+        }
+        let hub = node.consumerHub()
+        let (depth, continuesPath) = node.takeUnit(on: hub, continuingPath: true)
+        if depth == nil {
+            node.settleIfAbandoned()
+            if node.isDecided {
+                // Decided meanwhile (a timeout that fired, say), releasing what it held.
+                return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
+            }
+        }
+        guard continuesPath else {
+            return node.branch(holding: depth, on: hub)
+        }
+        return DerivedDemand(
+            hub: hub, flags: (depth == nil ? 0 : AttemptFlags.holdsUnit) | AttemptFlags.depth(node.depth + 1))
+    }
+
+    /// Links `derived` to this attempt with `step`, running it at once if this attempt has
+    /// finished, and returns it as an attempt.
+    @inlinable
+    internal func attach<NewSuccess, NewFailure>(
+        _ derived: AttemptNode<NewSuccess, NewFailure>,
+        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
+    ) -> Attempt<NewSuccess, NewFailure> {
+        var queue = DrainQueue()
+        node.link(derived, in: &queue, step)
+        queue.drain()
+        return Attempt<NewSuccess, NewFailure>(node: derived)
     }
 }

@@ -1,3 +1,23 @@
+extension Attempt {
+    /// Returns an attempt that finishes with this attempt's result `delay` after this one
+    /// finishes.
+    ///
+    /// ```swift
+    /// let shownLater = api.banner().delay(by: .seconds(1), on: DispatchQueue.main)
+    /// ```
+    ///
+    /// A cancellation passes through at once. Cancelling the new attempt while it waits means
+    /// the result is never delivered.
+    ///
+    /// - Parameters:
+    ///   - delay: How long after this attempt finishes to wait.
+    ///   - executor: The executor that measures the delay.
+    /// - Returns: An attempt of the same result, finished later.
+    public func delay(by delay: Duration, on executor: some SchedulingExecutor) -> Attempt<Success, Failure> {
+        attach(DelayAttemptNode(on: self, delay: delay, executor: executor), DelayAttemptNode.receive)
+    }
+}
+
 /// The node of an attempt's `delay`: passes its source's result on after a delay.
 ///
 /// While the delay runs, the result waits in ``pending``, not in the timer's body, so that a

@@ -1,0 +1,474 @@
+extension Attempt {
+    /// Returns an attempt that succeeds with `transform` applied to this attempt's value, or
+    /// fails with this attempt's error or the error `transform` throws.
+    ///
+    /// ```swift
+    /// let names = fetchUsers().map(upon: .global()) { users in
+    ///     guard !users.isEmpty else { throw APIError.empty }
+    ///     return users.map(\.name)
+    /// }
+    /// ```
+    ///
+    /// `transform` runs once, on `executor`, when this attempt succeeds; it never runs if the new
+    /// attempt has been cancelled (or nothing needs it any more) by then. Cancelling the new
+    /// attempt cancels this one unless something else needs it; a cancellation of this one
+    /// passes through.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs. See ``Executor``.
+    ///   - transform: Makes the new value, or throws a failure.
+    /// - Returns: An attempt of the transformed value.
+    @inlinable
+    public func map<NewSuccess: Sendable>(
+        upon executor: some Executor,
+        transform: @escaping @Sendable (Success) throws(Failure) -> NewSuccess
+    ) -> Attempt<NewSuccess, Failure> {
+        derive(
+            OnSuccessStep<Success, NewSuccess, NewSuccess, Failure>.self, upon: executor, body: transform,
+            cancellation: node.cancellation)
+    }
+
+    /// Returns an attempt that succeeds with `transform` applied to this attempt's value, or
+    /// fails with this attempt's error; see `map(upon:transform:)` with a closure that throws.
+    ///
+    /// This overload takes a transform that cannot throw, so that the failure type comes from
+    /// this attempt, not from the closure: a chain after ``mapError(upon:transform:)`` type-checks
+    /// as written.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs. See ``Executor``.
+    ///   - transform: Makes the new value.
+    /// - Returns: An attempt of the transformed value.
+    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
+    @inlinable
+    public func map<NewSuccess: Sendable>(
+        upon executor: some Executor,
+        transform: @escaping @Sendable (Success) -> NewSuccess
+    ) -> Attempt<NewSuccess, Failure> {
+        let body: @Sendable (Success) throws(Failure) -> NewSuccess = transform
+        return map(upon: executor, transform: body)
+    }
+
+    /// Returns an attempt that fails with `transform` applied to this attempt's error, or
+    /// succeeds with this attempt's value.
+    ///
+    /// Use it to translate a lower layer's errors into your own:
+    ///
+    /// ```swift
+    /// let profile = api.profile(id).mapError(upon: .immediate) { ProfileError(underlying: $0) }
+    /// ```
+    ///
+    /// A cancellation passes through without calling `transform`: the new attempt fails with
+    /// its own cancellation error (`.cancelled` for a ``CancellableError``, `CancellationError`
+    /// for `any Error`). For any other new failure type, the cancellation error is `transform`
+    /// applied to this attempt's cancellation error, which `mapError` computes once, on the
+    /// calling thread, when it is called.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs. See ``Executor``.
+    ///   - transform: Makes the new error.
+    /// - Returns: An attempt with the new failure type.
+    @inlinable
+    public func mapError<NewFailure: Error>(
+        upon executor: some Executor,
+        transform: @escaping @Sendable (Failure) -> NewFailure
+    ) -> Attempt<Success, NewFailure> {
+        typealias Step = MapErrorStep<Success, Failure, NewFailure>
+        // Converted here, where the types are concrete: generic inference in `derive` will not
+        // widen a non-throwing closure to `throws(NewFailure)`.
+        let body: Step.Body = transform
+        return derive(
+            Step.self, upon: executor, body: body,
+            cancellation: .translating(node.cancellation, with: transform))
+    }
+
+    /// Returns an attempt that succeeds with this attempt's value, or with the value
+    /// `recovery` makes from its error.
+    ///
+    /// ```swift
+    /// let settings = loadSettings().recover(upon: .immediate) { _ in .defaults }
+    /// ```
+    ///
+    /// A cancellation is not a failure to recover from: it passes through, and `recovery` does
+    /// not run.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `recovery` runs. See ``Executor``.
+    ///   - recovery: Makes a value from the error, or throws a failure.
+    /// - Returns: An attempt that fails only if `recovery` throws, or is cancelled.
+    @inlinable
+    public func recover(
+        upon executor: some Executor,
+        substituting recovery: @escaping @Sendable (Failure) throws(Failure) -> Success
+    ) -> Attempt<Success, Failure> {
+        derive(
+            OnFailureStep<Success, Success, Failure>.self, upon: executor, body: recovery,
+            cancellation: node.cancellation)
+    }
+
+    /// Returns an attempt that succeeds with this attempt's value, or with the value `recovery`
+    /// makes from its error; see
+    /// `recover(upon:substituting:)` with a closure that throws.
+    ///
+    /// This overload takes a `recovery` that cannot throw, so that the failure type comes from
+    /// this attempt, not from the closure.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `recovery` runs. See ``Executor``.
+    ///   - recovery: Makes a value from the error.
+    /// - Returns: An attempt that fails only if it is cancelled.
+    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
+    @inlinable
+    public func recover(
+        upon executor: some Executor,
+        substituting recovery: @escaping @Sendable (Failure) -> Success
+    ) -> Attempt<Success, Failure> {
+        let body: @Sendable (Failure) throws(Failure) -> Success = recovery
+        return recover(upon: executor, substituting: body)
+    }
+
+}
+
+extension CancellationErrorSource {
+    /// The cancellation error source of an attempt whose errors are `transform` applied to
+    /// those of an attempt with `source`: `nil` (the type's own) if `Failure` has one, else
+    /// `transform` of the source's cancellation error, if that has one, applied now.
+    @usableFromInline
+    internal static func translating<SourceFailure: Error>(
+        _ source: CancellationErrorSource<SourceFailure>?,
+        with transform: @escaping @Sendable (SourceFailure) -> Failure
+    ) -> CancellationErrorSource? {
+        guard !hasTypeDefault, source != nil || CancellationErrorSource<SourceFailure>.hasTypeDefault else {
+            return nil
+        }
+        return CancellationErrorSource(transform(source.cancellationError().unsafelyUnwrapped))
+    }
+}
+
+/// A transparent attempt whose result its step computes from its source's result, once: the
+/// node behind `map`, `mapError` and `recover`.
+///
+/// When the source's result arrives, the node either passes it on at once (a failure past a
+/// `map`, a success past a `recover`, and every cancellation) or runs its step on its executor,
+/// unless it has been decided (cancelled) or nobody needs it by the time the step would start.
+///
+/// The step is taken by the single run of the source's handler, or by the one body that
+/// handler submits, so it has one owner at a time.
+///
+/// `Place` says where the step runs: ``InPlace`` stores nothing, so that a `map` on the
+/// immediate executor of a small value fits the allocator's fast bins (120 bytes).
+@usableFromInline
+internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: AttemptNode<Step.Success, Step.Failure>,
+    @unchecked Sendable
+where Step.Output == Step.Success {
+    /// Where the step runs.
+    @usableFromInline
+    internal let place: Place
+
+    /// The user's closure, until it runs or is dropped.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var body: Step.Body?
+
+    @inlinable
+    internal init(
+        on source: Attempt<Step.Input, Step.InputFailure>,
+        place: Place,
+        body: @escaping Step.Body,
+        cancellation: CancellationErrorSource<Step.Failure>?
+    ) {
+        self.place = place
+        self.body = body
+        super.init(derived: source.shareDemand(), cancellation: cancellation)
+    }
+
+    /// The link step that the source's handler runs.
+    @inlinable
+    internal static func receive(
+        _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.InputFailure>,
+        _ queue: inout DrainQueue
+    ) {
+        StepAttemptNode.linked(node).receive(
+            input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
+            in: &queue)
+    }
+
+    @inlinable
+    internal func receive(
+        _ input: Result<Step.Input, Step.InputFailure>, sourceCancelled: Bool, in queue: inout DrainQueue
+    ) {
+        if sourceCancelled {
+            receiveFromCancelledSource(input, in: &queue)
+        } else if !Step.runs(for: input) {
+            body = nil  // The step does not run for this input, which passes on as it is.
+            decide(Step.passedOn(input), cancelled: false, in: &queue)
+        } else if let executor = place.executor {
+            executor.submit { [self] in
+                var queue = DrainQueue()
+                start(input, in: &queue)
+                queue.drain()
+            }
+        } else {
+            start(input, in: &queue)
+        }
+    }
+
+    /// Decides this attempt as cancelled, since its source was; or, if its failure type has
+    /// no cancellation error, takes `input` as usual.
+    @usableFromInline
+    internal func receiveFromCancelledSource(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue)
+    {
+        if let failure = Step.cancellation(of: input, ownError: cancellationError) {
+            body = nil
+            decide(.failure(failure), cancelled: true, in: &queue)
+        } else {
+            receive(input, sourceCancelled: false, in: &queue)
+        }
+    }
+
+    /// Runs the step unless this attempt was decided or is no longer needed.
+    @inlinable
+    internal func start(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
+        if mayStartStep(in: &queue), let body = body.take() {
+            decide(Step.run(body, on: input), cancelled: false, in: &queue)
+        } else {
+            body = nil  // Decided or unneeded: release the closure now.
+        }
+    }
+}
+
+/// Where a ``StepAttemptNode`` runs its step.
+@usableFromInline
+internal protocol StepPlace: Sendable {
+    /// The executor to submit the step to, or `nil` to run it at once.
+    var executor: (any Executor)? { get }
+}
+
+/// Runs a step at once, where its source's result arrives; stores nothing.
+@frozen
+@usableFromInline
+internal struct InPlace: StepPlace {
+    @inlinable
+    internal init() {}
+
+    @inlinable
+    internal var executor: (any Executor)? { nil }
+}
+
+/// Submits a step to an executor.
+@frozen
+@usableFromInline
+internal struct OnExecutor: StepPlace {
+    @usableFromInline
+    internal let target: any Executor
+
+    @inlinable
+    internal init(_ target: any Executor) {
+        self.target = target
+    }
+
+    @inlinable
+    internal var executor: (any Executor)? { target }
+}
+
+extension Attempt {
+    /// Derives an attempt whose `Step` runs `body` on `executor`.
+    @inlinable
+    internal func derive<Step: AttemptStep>(
+        _: Step.Type,
+        upon executor: some Executor,
+        body: @escaping Step.Body,
+        cancellation: CancellationErrorSource<Step.Failure>?
+    ) -> Attempt<Step.Success, Step.Failure>
+    where Step.Input == Success, Step.InputFailure == Failure, Step.Output == Step.Success {
+        guard executor.runsInPlace else {
+            typealias Node = StepAttemptNode<Step, OnExecutor>
+            return attach(
+                Node(on: self, place: OnExecutor(executor), body: body, cancellation: cancellation), Node.receive)
+        }
+        typealias Node = StepAttemptNode<Step, InPlace>
+        return attach(Node(on: self, place: InPlace(), body: body, cancellation: cancellation), Node.receive)
+    }
+}
+
+/// What a derived attempt computes from its source's result, once: the step of a `map`,
+/// `mapError`, `recover`, `andThen` or `fallback`.
+///
+/// A step is a caseless type naming what its node does: the node stores the user's closure
+/// (``Body``) and calls the step's static functions, which are direct and specialized where the
+/// combinator is, so a stage costs one allocation. The node decides whether the step runs; the
+/// step only says what it does with an input.
+///
+/// The requirements ask separately whether the step runs and what passes on, so that a node's
+/// common path makes no `Result` or `Optional` of its own: unoptimized, a function looks up the
+/// metadata of every such local on entry, whichever branch it takes.
+@usableFromInline
+internal protocol AttemptStep: Sendable {
+    /// The source's value.
+    associatedtype Input: Sendable
+    /// The source's error.
+    associatedtype InputFailure: Error
+    /// The derived attempt's value.
+    associatedtype Success: Sendable
+    /// The derived attempt's error.
+    associatedtype Failure: Error
+    /// What the step makes: the value itself, or an attempt that will finish with it.
+    associatedtype Output
+    /// What the user's closure takes: the source's value, or its error.
+    associatedtype Argument
+    /// What the user's closure returns.
+    associatedtype Made
+    /// What the user's closure throws.
+    associatedtype Thrown: Error
+
+    /// Whether the step runs for `input`; otherwise ``passedOn(_:)`` is the result.
+    static func runs(for input: Result<Input, InputFailure>) -> Bool
+
+    /// The result to pass on, without running the step, for an input it does not run for.
+    static func passedOn(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>
+
+    /// The failure a cancelled source's `input` becomes here, given the derived attempt's own
+    /// cancellation error.
+    static func cancellation(of input: Result<Input, InputFailure>, ownError: Failure?) -> Failure?
+
+    /// Runs `body` on an input that ``passedOn(_:)`` did not pass on.
+    static func run(_ body: Body, on input: Result<Input, InputFailure>) -> Result<Output, Failure>
+}
+
+extension AttemptStep {
+    /// The user's closure, as a node stores it.
+    ///
+    /// A function type has the same layout whatever its parameters, so a node's unspecialized
+    /// deinit destroys a `Body?` without looking up any metadata (it would for a `Step?`).
+    @usableFromInline
+    internal typealias Body = @Sendable (Argument) throws(Thrown) -> Made
+}
+
+extension AttemptStep where InputFailure == Failure {
+    /// A cancelled source's result, whatever it was, becomes this attempt's cancellation error;
+    /// without one, a cancelled source's failure passes on as it is.
+    @inlinable
+    internal static func cancellation(of input: Result<Input, InputFailure>, ownError: Failure?) -> Failure? {
+        ownError ?? input.failure
+    }
+}
+
+/// The step of `map` and `andThen`: runs on a success and passes a failure on.
+@usableFromInline
+internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal typealias InputFailure = Failure
+
+    @usableFromInline
+    internal typealias Argument = Input
+
+    @usableFromInline
+    internal typealias Made = Output
+
+    @usableFromInline
+    internal typealias Thrown = Failure
+
+    @inlinable
+    internal static func runs(for input: Result<Input, Failure>) -> Bool {
+        if case .success = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Input, Failure>) -> Result<Success, Failure> {
+        .failure(input.failureUnchecked)
+    }
+
+    @inlinable
+    internal static func run(_ body: Body, on input: Result<Input, Failure>) -> Result<Output, Failure> {
+        do throws(Failure) {
+            return .success(try body(input.successValueUnchecked))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// The step of `recover` and `fallback`: runs on a failure and passes a success on.
+@usableFromInline
+internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal typealias Input = Success
+
+    @usableFromInline
+    internal typealias InputFailure = Failure
+
+    @usableFromInline
+    internal typealias Argument = Failure
+
+    @usableFromInline
+    internal typealias Made = Output
+
+    @usableFromInline
+    internal typealias Thrown = Failure
+
+    @inlinable
+    internal static func runs(for input: Result<Success, Failure>) -> Bool {
+        if case .failure = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Success, Failure>) -> Result<Success, Failure> {
+        input
+    }
+
+    @inlinable
+    internal static func run(_ body: Body, on input: Result<Success, Failure>) -> Result<Output, Failure> {
+        do throws(Failure) {
+            return .success(try body(input.failureUnchecked))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// The step of `mapError`: makes a new error from a failure that is not a cancellation.
+@usableFromInline
+internal enum MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal typealias Input = Success
+
+    @usableFromInline
+    internal typealias Output = Success
+
+    @usableFromInline
+    internal typealias Argument = InputFailure
+
+    @usableFromInline
+    internal typealias Made = Failure
+
+    /// Typed as throwing only to share ``AttemptStep/Body``'s shape (the transform never
+    /// throws): Swift 6.3 crashes emitting a `throws(Never)` witness for it.
+    @usableFromInline
+    internal typealias Thrown = Failure
+
+    @inlinable
+    internal static func runs(for input: Result<Success, InputFailure>) -> Bool {
+        if case .failure = input { true } else { false }
+    }
+
+    @inlinable
+    internal static func passedOn(_ input: Result<Success, InputFailure>) -> Result<Success, Failure> {
+        .success(input.successValueUnchecked)
+    }
+
+    /// A cancellation becomes this attempt's own cancellation error: the source's error has
+    /// another type.
+    @inlinable
+    internal static func cancellation(of input: Result<Success, InputFailure>, ownError: Failure?) -> Failure? {
+        ownError
+    }
+
+    @inlinable
+    internal static func run(_ body: Body, on input: Result<Success, InputFailure>) -> Result<Success, Failure> {
+        do throws(Failure) {
+            return .failure(try body(input.failureUnchecked))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
