@@ -150,6 +150,11 @@ private struct DemandMemory: Hashable {
 private enum Step: Hashable {
     /// A consumer (index `id`) starts: a reader continues the path, a waiter takes a side unit.
     case register(id: Int, Consumer)
+    /// A conversion: counting the stage's kept unit as a side unit, then publishing the
+    /// conversion if the stage's flags are still `observed`, else taking the count back.
+    case convertCount(id: Int, Consumer, observed: AttemptFlags, depth: Int)
+    case convertPublish(id: Int, Consumer, observed: AttemptFlags, depth: Int)
+    case convertUncount(id: Int, Consumer, depth: Int)
     /// Counting a side unit at `depth` before taking it on the hub word.
     case countSide(id: Int, Consumer, depth: Int, converting: Bool)
     /// Taking a unit on the hub word (the path unit if `path`).
@@ -203,6 +208,10 @@ private enum Step: Hashable {
             guard let (next, taking) = memory.flags.takingPath() else {
                 return .countSide(id: id, consumer, depth: 1, converting: false)
             }
+            if case .converting(let depth) = taking {
+                // Counted before the conversion is published (`takePath(countingSidesOn:)`).
+                return .convertCount(id: id, consumer, observed: memory.flags, depth: depth)
+            }
             memory.flags = next
             switch taking {
             case .handedOver:
@@ -215,6 +224,18 @@ private enum Step: Hashable {
             case .alreadyTaken:
                 return .countSide(id: id, consumer, depth: 1, converting: false)
             }
+        case .convertCount(let id, let consumer, let observed, let depth):
+            memory.sides[depth, default: 0] += 1
+            return .convertPublish(id: id, consumer, observed: observed, depth: depth)
+        case .convertPublish(let id, let consumer, let observed, let depth):
+            guard memory.flags == observed, let (next, _) = observed.takingPath() else {
+                return .convertUncount(id: id, consumer, depth: depth)
+            }
+            memory.flags = next
+            return .takeUnit(id: id, consumer, path: false, side: nil)
+        case .convertUncount(let id, let consumer, let depth):
+            memory.sides[depth, default: 0] -= 1
+            return .register(id: id, consumer)
         case .countSide(let id, let consumer, let depth, let converting):
             memory.sides[depth, default: 0] += 1
             // Converting: the stage's own unit becomes a side unit; the consumer takes the path.
@@ -396,6 +417,9 @@ private struct DemandSearch {
             var next = memory
             var after = parties
             after[index] = parties[index].step(&next)
+            if next.sides.values.contains(where: { $0 < 0 }) && next.violation == nil {
+                next.violation = "a side count went below zero: \(next.sides)"
+            }
             if parties[index] == .stepStart || parties[index] == .stepReadSides {
                 var others = parties
                 others.remove(at: index)

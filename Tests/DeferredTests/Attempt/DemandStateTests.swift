@@ -59,51 +59,54 @@ import Testing
     }
 }
 
-/// The pure half of a hub's side units.
-@Suite struct SideCountsTests {
-    /// The depths from 1 to `upTo` at which `counts` says units are held at that depth or deeper.
-    static func answers(_ counts: inout SideCounts, upTo deepest: Int) -> [Bool] {
-        (1...deepest).map { counts.holds(atLeast: $0) }
+/// A hub's side units by depth (``SideDemand``): exact answers, alone and under contention.
+@Suite struct SideDemandTests {
+    /// The depths from 1 to `upTo` at which `side` says units are held at that depth or deeper.
+    static func answers(_ side: SideDemand, upTo deepest: Int) -> [Bool] {
+        (1...deepest).map { side.holds(atLeast: $0) }
     }
 
     @Test func theDeepestHeldDepthAnswers() {
-        var counts = SideCounts()
-        let none = Self.answers(&counts, upTo: 8)
-        counts.adjust(3, by: 1)
-        counts.adjust(7, by: 1)
-        let both = Self.answers(&counts, upTo: 8)
-        counts.adjust(7, by: -1)
-        let shallow = Self.answers(&counts, upTo: 8)
-        counts.adjust(3, by: -1)
-        let gone = Self.answers(&counts, upTo: 8)
+        let side = SideDemand()
+        let none = Self.answers(side, upTo: 8)
+        side.adjust(3, by: 1)
+        side.adjust(7, by: 1)
+        let both = Self.answers(side, upTo: 8)
+        side.adjust(7, by: -1)
+        let shallow = Self.answers(side, upTo: 8)
+        side.adjust(3, by: -1)
+        let gone = Self.answers(side, upTo: 8)
         #expect(none == Array(repeating: false, count: 8))
         #expect(both == [true, true, true, true, true, true, true, false])
         #expect(shallow == [true, true, true, false, false, false, false, false], "a released depth no longer counts")
         #expect(gone == Array(repeating: false, count: 8))
-        #expect(counts.entries.isEmpty && counts.deepest.isEmpty, "nothing is kept once every unit is gone")
     }
 
-    @Test func aCountThatDipsBelowZeroHoldsNothing() {
-        var counts = SideCounts()
-        counts.adjust(5, by: -1)
-        let dipped = counts.holds(atLeast: 1)
-        counts.adjust(5, by: 1)
-        let back = counts.holds(atLeast: 1)
-        #expect(!dipped && !back)
-        #expect(counts.entries.isEmpty)
+    /// Depths in different leaves and levels of the tree, and beyond its last depth.
+    @Test(arguments: [(5, 70), (63, 64), (4_095, 4_096), (200_000, 1_000_000), (1 << 24, (1 << 24) + 9)])
+    func depthsFarApartAnswerExactly(_ shallow: Int, _ deep: Int) {
+        let side = SideDemand()
+        side.adjust(deep, by: 1)
+        side.adjust(shallow, by: 1)
+        #expect(side.holds(atLeast: shallow) && side.holds(atLeast: min(deep, (1 << 24) - 1)))
+        side.adjust(deep, by: -1)
+        #expect(side.holds(atLeast: shallow))
+        #expect(!side.holds(atLeast: shallow + 1) || shallow >= (1 << 24) - 1)
+        side.adjust(shallow, by: -1)
+        #expect(!side.holds(atLeast: 1))
     }
 
     @Test func manyDepthsComeAndGoInAnyOrder() {
-        var counts = SideCounts()
+        let side = SideDemand()
         var model: [Int: Int] = [:]
         var mismatches = 0
-        for _ in 0..<2_000 {
-            let depth = Int.random(in: 1...40)
+        for _ in 0..<4_000 {
+            let depth = [Int.random(in: 1...40), Int.random(in: 1...300_000)].randomElement()!
             let delta = (model[depth] ?? 0) > 0 && Bool.random() ? -1 : 1
-            counts.adjust(depth, by: delta)
+            side.adjust(depth, by: delta)
             model[depth, default: 0] += delta
-            let probe = Int.random(in: 1...41)
-            if counts.holds(atLeast: probe) != model.contains(where: { $0.key >= probe && $0.value > 0 }) {
+            let probe = [Int.random(in: 1...41), Int.random(in: 1...300_001)].randomElement()!
+            if side.holds(atLeast: probe) != model.contains(where: { $0.key >= probe && $0.value > 0 }) {
                 mismatches += 1
             }
         }

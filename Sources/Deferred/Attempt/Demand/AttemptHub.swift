@@ -67,15 +67,15 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
         return added
     }
 
-    /// Takes a new path unit from a stage at `depth` that keeps its own; returns `false` if the
-    /// attempt was cancelled already.
+    /// Takes a new path unit from a stage that keeps its own; returns `false` if the attempt was
+    /// cancelled already.
     ///
-    /// The kept unit becomes a side unit at `depth`, and the new one is the path unit in its
-    /// place, so the number of path units does not change.
+    /// The kept unit was counted as a side unit (``AttemptNode/takePath(countingSidesOn:)``),
+    /// and the new one is the path unit in its place, so the number of path units does not
+    /// change.
     @usableFromInline
-    internal func takePath(keptAt depth: Int) -> Bool {
-        adjustSide(depth, by: 1)
-        return updateDemand { state in
+    internal func takePathFromConvertedUnit() -> Bool {
+        updateDemand { state in
             if let next = state.adding() { (next, true) } else { (state, false) }
         }
     }

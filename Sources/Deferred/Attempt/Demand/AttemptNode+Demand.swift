@@ -54,13 +54,13 @@ extension AttemptNode {
             return (nil, false)
         }
         if continuingPath {
-            switch takePath() {
+            switch takePath(countingSidesOn: hub) {
             case .handedOver:
                 return (DemandUnit.path, true)
-            case .converting(let depth):
-                // This attempt keeps its unit for its handlers: from now on it needs only the
-                // stages down to this one.
-                return (hub.takePath(keptAt: depth) ? DemandUnit.path : nil, true)
+            case .converting:
+                // This attempt keeps its unit for its handlers, counted as a side unit: from now
+                // on it needs only the stages down to this one.
+                return (hub.takePathFromConvertedUnit() ? DemandUnit.path : nil, true)
             case .fresh:
                 return (hub.addUnit(depth: DemandUnit.path) ? DemandUnit.path : nil, true)
             case .alreadyTaken:
@@ -94,18 +94,31 @@ extension AttemptNode {
 
     /// Marks the path below this attempt taken, handing over the unit it holds if it does not
     /// keep it; returns what the dependent that takes the path must do.
+    ///
+    /// A unit this attempt keeps becomes a side unit at its depth on `hub`, counted before the
+    /// conversion is published: this attempt releases it as a side unit once it sees the
+    /// conversion, so the count never goes below zero (see ``SideDemand``).
     @inlinable
     @inline(__always)
-    internal final func takePath() -> PathTaking {
-        var taking = PathTaking.alreadyTaken
-        _ = flags.update { word in
-            guard let (next, outcome) = AttemptFlags(rawValue: word).takingPath() else {
-                return nil
+    internal final func takePath(countingSidesOn hub: AttemptHub) -> PathTaking {
+        var observed = flags.load(ordering: .relaxed)
+        while true {
+            guard let (next, taking) = AttemptFlags(rawValue: observed).takingPath() else {
+                return .alreadyTaken
             }
-            taking = outcome
-            return next.rawValue
+            if case .converting(let depth) = taking {
+                hub.adjustSide(depth, by: 1)
+            }
+            let (exchanged, current) = flags.compareExchange(
+                expected: observed, desired: next.rawValue, ordering: .acquiringAndReleasing)
+            if exchanged {
+                return taking
+            }
+            if case .converting(let depth) = taking {
+                hub.adjustSide(depth, by: -1)
+            }
+            observed = current
         }
-        return taking
     }
 
     /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
@@ -144,7 +157,10 @@ extension AttemptNode {
         if ownsHub {
             hubSlot.setTag().object?.finish(cancelled: cancelled)
         } else {
-            let before = AttemptFlags(rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed).oldValue)
+            // Acquiring: a conversion's side count, made before the conversion was published, is
+            // seen before this releases it.
+            let before = AttemptFlags(
+                rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .acquiringAndReleasing).oldValue)
             if let depth = before.releasingHeldUnit().released, let hub = hubSlot.load().object {
                 DemandUnit(hub, depth: depth).release()
             }

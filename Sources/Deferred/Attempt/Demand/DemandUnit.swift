@@ -36,7 +36,7 @@ internal struct DemandUnit {
 }
 
 /// What a dependent that continues an attempt's path must do; see
-/// ``AttemptNode/takePath()``.
+/// ``AttemptNode/takePath(countingSidesOn:)``.
 @usableFromInline
 internal enum PathTaking {
     /// The attempt handed over the path unit it held.
