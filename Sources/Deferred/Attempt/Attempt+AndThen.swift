@@ -14,6 +14,7 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts the next step, or throws a failure.
     /// - Returns: An attempt of the next step's result.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func andThen<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -36,7 +37,6 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts the next step.
     /// - Returns: An attempt of the next step's result.
-    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
     @inlinable
     public func andThen<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -60,6 +60,7 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts another attempt from the error, or throws a failure.
     /// - Returns: An attempt of this attempt's value or the fallback's result.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func fallback(
         upon executor: some Executor,
@@ -83,7 +84,6 @@ extension Attempt {
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts another attempt from the error.
     /// - Returns: An attempt of this attempt's value or the fallback's result.
-    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
     @inlinable
     public func fallback(
         upon executor: some Executor,

@@ -18,6 +18,7 @@ extension Attempt {
     ///   - executor: Where `transform` runs. See ``Executor``.
     ///   - transform: Makes the new value, or throws a failure.
     /// - Returns: An attempt of the transformed value.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func map<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -39,7 +40,6 @@ extension Attempt {
     ///   - executor: Where `transform` runs. See ``Executor``.
     ///   - transform: Makes the new value.
     /// - Returns: An attempt of the transformed value.
-    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
     @inlinable
     public func map<NewSuccess: Sendable>(
         upon executor: some Executor,
@@ -96,6 +96,7 @@ extension Attempt {
     ///   - executor: Where `recovery` runs. See ``Executor``.
     ///   - recovery: Makes a value from the error, or throws a failure.
     /// - Returns: An attempt that fails only if `recovery` throws, or is cancelled.
+    @_disfavoredOverload  // A closure that cannot throw takes the overload below.
     @inlinable
     public func recover(
         upon executor: some Executor,
@@ -117,7 +118,6 @@ extension Attempt {
     ///   - executor: Where `recovery` runs. See ``Executor``.
     ///   - recovery: Makes a value from the error.
     /// - Returns: An attempt that fails only if it is cancelled.
-    @_disfavoredOverload  // Only where the throwing overload cannot fit the closure.
     @inlinable
     public func recover(
         upon executor: some Executor,

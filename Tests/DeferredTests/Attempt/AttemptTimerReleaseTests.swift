@@ -9,7 +9,8 @@ import Testing
 /// retry's backoff, a delay) keeps no reference to the work or its captures, though the timer
 /// itself fires only much later.
 @Suite struct AttemptTimerReleaseTests {
-    /// A timer far beyond the test's life: anything it held would still be alive at the end.
+    /// The delay of every timer here; the timers are held by ``HeldTimers``, so they never come
+    /// due while the test runs, however slow the machine.
     static let farAway = Duration.seconds(30)
 
     /// How a retry's backoff is cut short.
@@ -24,18 +25,20 @@ import Testing
 
     @Test(arguments: Cancelling.allCases)
     func aCancelledRetryWaitingOutItsBackoffReleasesTheWork(_ cancelling: Cancelling) {
+        let timers = HeldTimers()
         let live = LiveCount()
         let calls = Counter()
         var retrying: Attempt<Int, TestError>? = nil
         do {
             let tracked = LifetimeTracked(live)
-            retrying = Attempt.retry(count: 3, delay: Self.farAway, on: DispatchQueue.global()) {
+            retrying = Attempt.retry(count: 3, delay: Self.farAway, on: timers) {
                 _ = tracked
                 calls.increment()
                 return Attempt(failure: .failed(0))
             }
         }
         #expect(calls.value == 1, "the first attempt started; the retry waits out its backoff")
+        #expect(timers.count == 1)
         #expect(live.value == 1, "the work's captures are kept for the retries")
         switch cancelling {
         case .theRetry:
@@ -50,9 +53,10 @@ import Testing
     }
 
     @Test func aCancelledDelayReleasesTheResultItWasHolding() {
+        let timers = HeldTimers()
         let live = LiveCount()
         let producer = DeferredAttempt<LifetimeTracked, TestError>()
-        let delayed = producer.attempt.delay(by: Self.farAway, on: DispatchQueue.global())
+        let delayed = producer.attempt.delay(by: Self.farAway, on: timers)
         producer.succeed(with: LifetimeTracked(live))
         producer.attempt.cancel()  // Withdraws nothing the delay holds: it is a late cancel.
         #expect(live.value == 1, "the producer and the delay hold the result")
@@ -71,10 +75,11 @@ extension AttemptTimerReleaseTests {
     }
 
     @Test func aCancelledTimeoutKeepsNoneOfItsFailureInItsTimer() {
+        let timers = HeldTimers()
         let live = LiveCount()
         let producer = DeferredAttempt<Int, any Error>()
         var limited: Attempt<Int, any Error>? = producer.attempt.timeout(
-            after: Self.farAway, on: DispatchQueue.global(), failingWith: TrackedError(tracked: LifetimeTracked(live)))
+            after: Self.farAway, on: timers, failingWith: TrackedError(tracked: LifetimeTracked(live)))
         #expect(live.value == 1)
         limited?.cancel()
         limited = nil
@@ -83,11 +88,12 @@ extension AttemptTimerReleaseTests {
     }
 
     @Test func aRetryThatSucceededKeepsNoneOfItsWork() {
+        let timers = HeldTimers()
         let live = LiveCount()
         let producer = DeferredAttempt<Int, TestError>()
         let retrying: Attempt<Int, TestError> = {
             let tracked = LifetimeTracked(live)
-            return Attempt.retry(count: 2, on: DispatchQueue.global()) {
+            return Attempt.retry(count: 2, on: timers) {
                 _ = tracked
                 return producer.attempt
             }
@@ -99,10 +105,11 @@ extension AttemptTimerReleaseTests {
     }
 
     @Test func aDelayThatATaskGaveUpOnReleasesTheResultItWasHolding() async {
+        let timers = HeldTimers()
         let live = LiveCount()
         let delayed: Attempt<LifetimeTracked, TestError> = {
             let producer = DeferredAttempt<LifetimeTracked, TestError>()
-            let delayed = producer.attempt.delay(by: Self.farAway, on: DispatchQueue.global())
+            let delayed = producer.attempt.delay(by: Self.farAway, on: timers)
             producer.succeed(with: LifetimeTracked(live))
             return delayed
         }()

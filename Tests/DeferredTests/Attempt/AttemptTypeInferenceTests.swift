@@ -54,4 +54,23 @@ import Testing
         #expect(attempts.map { $0.peek() } == [.success(4), .success(4), .success(4)])
         #expect(Attempt(success: 3).peek().map { _ in true } == true, "Attempt(success:) stands on its own")
     }
+
+    /// Stages after `mapError` whose closures do not pin the value's type, and stages after an
+    /// `Attempt(success:)` of `any Error`, stay attempts of the failure type written before them.
+    @Test func stagesWhoseClosuresSayLittleKeepTheFailureTypeBeforeThem() {
+        let low = Attempt<Int, Low>(success: 1)
+        let chains: [Attempt<Int, High>] = [
+            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { _ in Attempt(failure: .w(.x)) },
+            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { Attempt(success: $0) },
+            low.mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) { _ in 5 },
+            low.mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) { $0 },
+            low.mapError(upon: .immediate) { High.w($0) }.recover(upon: .immediate) { _ in 0 },
+        ]
+        #expect(chains.map { $0.peek() } == [.failure(.w(.x)), .success(1), .success(5), .success(1), .success(1)])
+        let anyError: [Attempt<Int, any Error>] = [
+            Attempt(success: 1).map(upon: .immediate) { $0 + 1 },
+            Attempt(success: 1).recover(upon: .immediate) { _ in 0 },
+        ]
+        #expect(anyError.map { try? $0.peek()?.get() } == [2, 1])
+    }
 }
