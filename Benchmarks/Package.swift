@@ -6,6 +6,8 @@ import PackageDescription
 //
 // - `swift run -c release deferred-bench` prints the comparison table (time and allocations
 //   per operation); `--quick` runs a small size, `--check` enforces the allocation budgets.
+// - `Scripts/count-atomics S11` counts instructions, atomic read-modify-writes and reference
+//   counting per operation of one scenario with callgrind (`deferred-probe` runs it alone).
 // - `swift package --disable-sandbox benchmark` runs the same scenarios under
 //   ordo-one/benchmark, with its malloc and latency metrics.
 
@@ -19,7 +21,8 @@ let package = Package(
     name: "DeferredBenchmarks",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .executable(name: "deferred-bench", targets: ["DeferredBench"])
+        .executable(name: "deferred-bench", targets: ["DeferredBench"]),
+        .executable(name: "deferred-probe", targets: ["DeferredProbe"]),
     ],
     dependencies: [
         .package(name: "Deferred", path: ".."),
@@ -48,6 +51,11 @@ let package = Package(
                 "BenchmarkScenarios",
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "DeferredProbe",
+            dependencies: [.product(name: "Deferred", package: "Deferred")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
