@@ -133,7 +133,9 @@ extension AttemptNode {
             let before = AttemptFlags(
                 rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
             if before.pinning().takesSideUnit, let hub = hubSlot.load().object, hub.addUnit(depth: before.depth) {
-                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .releasing)
+                // Acquiring as well: if a decision's release of this node's unit came first, its
+                // claim is visible to `isDecided` below.
+                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .acquiringAndReleasing)
                 if isDecided {
                     // Decided meanwhile, and possibly released already: release this unit too.
                     releaseDemand(cancelled: false)
