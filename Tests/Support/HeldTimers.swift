@@ -1,9 +1,12 @@
 public import Deferred
 import Foundation
 
-/// A scheduling executor whose delayed bodies never come due: it holds each one until it is
-/// dropped, as a timer set far in the future would, so a test can check what a pending timer
-/// keeps alive without waiting for it or leaving it pending when the process exits.
+/// A scheduling executor whose delayed bodies never come due: it holds each one, as a timer set
+/// far in the future would, so a test can check what a pending timer keeps alive without waiting
+/// for it or leaving it pending when the process exits.
+///
+/// Call ``discardAll()`` when the test ends: a node that keeps its executor (a delay, a retry)
+/// and a body that keeps the node make a cycle that only running or dropping the body breaks.
 public final class HeldTimers: SchedulingExecutor, @unchecked Sendable {
     // `@unchecked Sendable`: `bodies` is read and written only under `lock`.
     private let lock = NSLock()
@@ -25,5 +28,14 @@ public final class HeldTimers: SchedulingExecutor, @unchecked Sendable {
     /// Holds `body`, which never runs.
     public func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
         lock.withLock { bodies.append(body) }
+    }
+
+    /// Drops every body it holds, unrun.
+    public func discardAll() {
+        let dropped = lock.withLock {
+            defer { bodies = [] }
+            return bodies
+        }
+        _ = dropped  // Released here, outside the lock: a body's captures may do anything on release.
     }
 }

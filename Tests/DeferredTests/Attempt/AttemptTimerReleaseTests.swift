@@ -26,6 +26,7 @@ import Testing
     @Test(arguments: Cancelling.allCases)
     func aCancelledRetryWaitingOutItsBackoffReleasesTheWork(_ cancelling: Cancelling) {
         let timers = HeldTimers()
+        defer { timers.discardAll() }
         let live = LiveCount()
         let calls = Counter()
         var retrying: Attempt<Int, TestError>? = nil
@@ -54,6 +55,7 @@ import Testing
 
     @Test func aCancelledDelayReleasesTheResultItWasHolding() {
         let timers = HeldTimers()
+        defer { timers.discardAll() }
         let live = LiveCount()
         let producer = DeferredAttempt<LifetimeTracked, TestError>()
         let delayed = producer.attempt.delay(by: Self.farAway, on: timers)
@@ -76,6 +78,7 @@ extension AttemptTimerReleaseTests {
 
     @Test func aCancelledTimeoutKeepsNoneOfItsFailureInItsTimer() {
         let timers = HeldTimers()
+        defer { timers.discardAll() }
         let live = LiveCount()
         let producer = DeferredAttempt<Int, any Error>()
         var limited: Attempt<Int, any Error>? = producer.attempt.timeout(
@@ -89,6 +92,7 @@ extension AttemptTimerReleaseTests {
 
     @Test func aRetryThatSucceededKeepsNoneOfItsWork() {
         let timers = HeldTimers()
+        defer { timers.discardAll() }
         let live = LiveCount()
         let producer = DeferredAttempt<Int, TestError>()
         let retrying: Attempt<Int, TestError> = {
@@ -106,6 +110,7 @@ extension AttemptTimerReleaseTests {
 
     @Test func aDelayThatATaskGaveUpOnReleasesTheResultItWasHolding() async {
         let timers = HeldTimers()
+        defer { timers.discardAll() }
         let live = LiveCount()
         let delayed: Attempt<LifetimeTracked, TestError> = {
             let producer = DeferredAttempt<LifetimeTracked, TestError>()
