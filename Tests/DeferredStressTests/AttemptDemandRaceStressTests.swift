@@ -156,4 +156,58 @@ extension StressSuites {
             )
         }
     }
+
+    /// A handler pinning a stage whose path below was taken (so the pin takes a side unit of its
+    /// own) races the stage's decision, which releases what the stage holds: in either order the
+    /// unit is released exactly once, so once the stage below is cancelled, nothing needs the
+    /// producer any more and it is told to stop.
+    @Suite struct AttemptPinAgainstDecisionRaceStressTests {
+        final class Round: Sendable {
+            let root = DeferredAttempt<Int, TestError>()
+            let stopped = Counter()
+            let timers = HeldTimers()
+            let limited: Attempt<Int, TestError>
+            let below: Attempt<Int, TestError>
+            /// Another stage on the producer, which keeps it needed after the limited stage is
+            /// decided, so that a pin coming after the decision still takes its unit.
+            let keeper: Attempt<Int, TestError>
+            let handled = Counter()
+            let pinnedUndecided = Counter()
+
+            init() {
+                root.onCancel { [stopped] in stopped.increment() }
+                limited = root.attempt.timeout(after: .seconds(3_600), on: timers, failingWith: .timedOut)
+                below = limited.map(upon: .immediate) { $0 }
+                keeper = root.attempt.map(upon: .immediate) { $0 }
+            }
+        }
+
+        @Test func aPinRacingTheStagesTimeoutReleasesItsUnitOnce() {
+            RaceHarness.expectInterleavings(
+                "pin against the stage's timeout",
+                expected: ["pinned before the decision", "pinned after the decision"],
+                setup: Round.init,
+                left: { round in
+                    round.timers.fireAll()  // The limit passes: the stage is decided.
+                },
+                right: { round in
+                    if round.limited.peek() == nil {
+                        round.pinnedUndecided.increment()
+                    }
+                    round.limited.upon(.immediate) { [handled = round.handled] _ in handled.increment() }
+                },
+                classify: { round in
+                    round.below.cancel()
+                    round.keeper.cancel()
+                    #expect(round.limited.peek() == .failure(.timedOut))
+                    #expect(round.handled.value == 1)
+                    #expect(round.stopped.value == 1, "nothing needs the producer once the other stages are cancelled")
+                    #expect(!round.root.succeed(with: 0))
+                    round.timers.discardAll()
+                    return round.pinnedUndecided.value == 1 ? "pinned before the decision" : "pinned after the decision"
+                }
+            )
+        }
+    }
 }
+

@@ -38,4 +38,15 @@ public final class HeldTimers: SchedulingExecutor, @unchecked Sendable {
         }
         _ = dropped  // Released here, outside the lock: a body's captures may do anything on release.
     }
+
+    /// Runs every body it holds, once, as if their time had come, on the calling thread.
+    public func fireAll() {
+        let due = lock.withLock {
+            defer { bodies = [] }
+            return bodies
+        }
+        for body in due {
+            body()
+        }
+    }
 }

@@ -116,19 +116,19 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @discardableResult
     internal final func decide(_ result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue) -> Bool
     {
-        guard claimFill() else {
+        guard claimFillAcquiring() else {
             return false
         }
         guard !cancelled else {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
             dropPendingWork()
             publish(result, in: &queue)
-            releaseDemand(cancelled: true)
+            releaseDemandOnceDecided(cancelled: true)
             return true
         }
         guard ownsHub, let hub = hubSlot.setTag().object else {
             publish(result, in: &queue)
-            releaseDemand(cancelled: false)
+            releaseDemandOnceDecided(cancelled: false)
             return true
         }
         if hub.settle() {

@@ -177,6 +177,17 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         return before.winsFillClaim
     }
 
+    /// ``claimFill()`` that also acquires what the last update of the state word released, for a
+    /// subclass that reads its own words after the claim (an attempt's demand; see
+    /// ``AttemptNode/releaseDemandOnceDecided(cancelled:)``).
+    @inlinable
+    internal final func claimFillAcquiring() -> Bool {
+        let before = StorageState(
+            rawValue: state.bitwiseOr(StorageState.fillClaimedBit, ordering: .acquiring).oldValue
+        )
+        return before.winsFillClaim
+    }
+
     /// Writes the value of a fill that ``claimFill()`` won, makes it visible, and runs the
     /// pending handlers through `queue`.
     @inlinable

@@ -133,10 +133,12 @@ extension AttemptNode {
             let before = AttemptFlags(
                 rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
             if before.pinning().takesSideUnit, let hub = hubSlot.load().object, hub.addUnit(depth: before.depth) {
-                // Acquiring as well: if a decision's release of this node's unit came first, its
-                // claim is visible to `isDecided` below.
                 flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .acquiringAndReleasing)
-                if isDecided {
+                // Read with an update, not a load: either this update comes after the decision's
+                // claim and sees it, or the claim, which acquires, comes after it and the decision
+                // sees the unit (see `releaseDemandOnceDecided`).
+                let state = StorageState(rawValue: state.bitwiseOr(0, ordering: .acquiringAndReleasing).oldValue)
+                if state.isFillClaimed {
                     // Decided meanwhile, and possibly released already: release this unit too.
                     releaseDemand(cancelled: false)
                 }
@@ -151,6 +153,23 @@ extension AttemptNode {
         if let hub = hubSlot.load().object {
             hub.pin()
         }
+    }
+
+    /// ``releaseDemand(cancelled:)`` for the caller that has just claimed this attempt's fill
+    /// with ``DeferredStorage/claimFillAcquiring()``: a stage that holds no unit (a `map` in the
+    /// middle of a chain) finds so with a load instead of an update.
+    ///
+    /// A handler's ``pin()`` is the only thing that gives a stage a unit after it is made. It
+    /// marks the unit held, then reads the state word with an update: if that update comes
+    /// before the claim in the word's order, the claim acquires the mark and the load here sees
+    /// it; if after, the pin sees the claim and releases the unit itself. The update that
+    /// releases is exactly-once either way.
+    @inlinable
+    internal final func releaseDemandOnceDecided(cancelled: Bool) {
+        if !ownsHub && !AttemptFlags(rawValue: flags.load(ordering: .relaxed)).has(AttemptFlags.holdsUnit) {
+            return
+        }
+        releaseDemand(cancelled: cancelled)
     }
 
     /// Releases the demand this attempt holds upstream, cancelling what nobody needs any more.
