@@ -210,4 +210,3 @@ extension StressSuites {
         }
     }
 }
-
