@@ -134,3 +134,17 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         _ = take(bits)
     }
 }
+
+/// A value as an object, so that an ``AtomicReference`` can hold it: what a pending timer
+/// delivers or starts (a delayed result, a timeout's failure, a retry's plan), which whoever takes
+/// it out of the slot first gets, and a cancellation can drop.
+@usableFromInline
+internal final class SlotValue<Value: Sendable>: Sendable {
+    @usableFromInline
+    internal let value: Value
+
+    @usableFromInline
+    internal init(_ value: Value) {
+        self.value = value
+    }
+}

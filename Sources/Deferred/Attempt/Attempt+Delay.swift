@@ -34,7 +34,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
 
     /// The source's result while the delay runs; tagged once it is delivered or dropped.
     @usableFromInline
-    internal let pending = AtomicReference<DelayedResult<Success, Failure>>()
+    internal let pending = AtomicReference<SlotValue<Result<Success, Failure>>>()
 
     @usableFromInline
     internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
@@ -55,31 +55,19 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
             node.decide(passed, cancelled: true, in: &queue)
             return
         }
-        guard node.pending.exchangeUnlessTagged(DelayedResult(passed)).exchanged else {
+        guard node.pending.exchangeUnlessTagged(SlotValue(passed)).exchanged else {
             return  // Cancelled already.
         }
         node.executor.submit(after: node.delay) {
             guard let delayed = node.pending.takeAndTag().object else {
                 return
             }
-            node.runStep { delayed.result }
+            node.runStep { delayed.value }
         }
     }
 
     @usableFromInline
     override internal func dropPendingWork() {
         _ = pending.takeAndTag()
-    }
-}
-
-/// A delayed result, as an object that an atomic slot can hold.
-@usableFromInline
-internal final class DelayedResult<Success: Sendable, Failure: Error>: Sendable {
-    @usableFromInline
-    internal let result: Result<Success, Failure>
-
-    @usableFromInline
-    internal init(_ result: Result<Success, Failure>) {
-        self.result = result
     }
 }

@@ -117,16 +117,6 @@ internal struct RetryPlan<Success: Sendable, Failure: Error>: Sendable {
     let start: @Sendable () -> Attempt<Success, Failure>
 }
 
-/// A retry plan as an object, so that an atomic slot can hold it and a cancellation can take it.
-@usableFromInline
-internal final class RetryPlanBox<Success: Sendable, Failure: Error>: Sendable {
-    let plan: RetryPlan<Success, Failure>
-
-    init(_ plan: RetryPlan<Success, Failure>) {
-        self.plan = plan
-    }
-}
-
 /// The node of a `retry`: follows one attempt of the work after another.
 ///
 /// The plan, with the work's captures, is held in ``planSlot`` as long as a retry may still
@@ -142,13 +132,13 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     @unchecked Sendable
 {
     /// The plan while a retry may still start; tagged once the loop is cancelled.
-    private let planSlot: AtomicReference<RetryPlanBox<Success, Failure>>
+    private let planSlot: AtomicReference<SlotValue<RetryPlan<Success, Failure>>>
 
     @exclusivity(unchecked)
     private var retries = 0
 
     init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
-        planSlot = AtomicReference(plan.count > 0 ? RetryPlanBox(plan) : nil)
+        planSlot = AtomicReference(plan.count > 0 ? SlotValue(plan) : nil)
         super.init(owningHubWith: cancellation)
     }
 
@@ -169,12 +159,12 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     }
 
     /// Takes the plan out of its slot, unless the loop was cancelled or no retry remains.
-    private func takePlan() -> RetryPlanBox<Success, Failure>? {
+    private func takePlan() -> SlotValue<RetryPlan<Success, Failure>>? {
         planSlot.exchangeUnlessTagged(nil).previous
     }
 
     /// Puts the plan back for a later retry; returns `false` if the loop was cancelled meanwhile.
-    private func putBack(_ plan: RetryPlanBox<Success, Failure>) -> Bool {
+    private func putBack(_ plan: SlotValue<RetryPlan<Success, Failure>>) -> Bool {
         planSlot.exchangeUnlessTagged(plan).exchanged
     }
 
@@ -190,14 +180,14 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         let node = RetryAttemptNode.linked(node)
         let (passed, cancelled) = node.passedOn(
             result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
-        guard !cancelled, case .failure(let error) = passed, let box = node.takePlan(), box.plan.shouldRetry(error)
+        guard !cancelled, case .failure(let error) = passed, let box = node.takePlan(), box.value.shouldRetry(error)
         else {
             node.dropPendingWork()  // No retry follows: the work's captures go now.
             node.decide(passed, cancelled: cancelled, in: &queue)
             return
         }
         node.retries += 1
-        let plan = box.plan
+        let plan = box.value
         guard node.putBack(box) else {
             return  // Cancelled meanwhile: the cancellation decides the attempt.
         }
@@ -218,8 +208,8 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard mayStartStep(in: &queue) else {
             return
         }
-        let attempt = box.plan.start()
-        if retries < box.plan.count {
+        let attempt = box.value.start()
+        if retries < box.value.count {
             // Fails only if the loop was cancelled meanwhile; following the new attempt then
             // cancels it unless something else needs it.
             _ = putBack(box)

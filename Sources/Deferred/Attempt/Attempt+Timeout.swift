@@ -43,11 +43,11 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 {
     /// The failure for when the limit passes; taken when it does, or dropped on a cancellation.
     @usableFromInline
-    internal let pending: AtomicReference<DelayedResult<Success, Failure>>
+    internal let pending: AtomicReference<SlotValue<Result<Success, Failure>>>
 
     @usableFromInline
     internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
-        pending = AtomicReference(DelayedResult(.failure(failure)))
+        pending = AtomicReference(SlotValue(.failure(failure)))
         super.init(derived: demand, cancellation: cancellation)
     }
 
@@ -55,7 +55,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @usableFromInline
     internal func expire() {
         if let failure = pending.takeAndTag().object {
-            decide(failure.result)
+            decide(failure.value)
         }
     }
 
