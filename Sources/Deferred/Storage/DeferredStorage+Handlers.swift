@@ -13,9 +13,9 @@ extension DeferredStorage {
 
     /// Adds `handler`, running it at once if the value is already visible.
     @inlinable
-    internal final func add(_ handler: Handler<Value>) {
+    internal final func add(_ handler: consuming Handler<Value>) {
         // A drain queue only where a handler runs: storing one needs none.
-        if let runNow = store(handler) {
+        if let runNow = store(consume handler) {
             var queue = DrainQueue()
             runNow.run(with: value.unwrapped, from: self, in: &queue)
             queue.drain()
@@ -24,8 +24,8 @@ extension DeferredStorage {
 
     /// Adds `handler`; if the value is already visible, runs it through `queue` instead.
     @inlinable
-    internal final func add(_ handler: Handler<Value>, in queue: inout DrainQueue) {
-        if let runNow = store(handler) {
+    internal final func add(_ handler: consuming Handler<Value>, in queue: inout DrainQueue) {
+        if let runNow = store(consume handler) {
             runNow.run(with: value.unwrapped, from: self, in: &queue)
         }
     }
@@ -42,16 +42,16 @@ extension DeferredStorage {
         }
         let observed = StorageState(rawValue: word)
         if claimedFirst {
-            firstHandler = handler
+            firstHandler = consume handler
             let before = StorageState(
                 rawValue: state.bitwiseOr(StorageState.firstReadyBit, ordering: .acquiringAndReleasing).oldValue
             )
             return before.firstHandlerRunner == .registrant ? firstHandler.take() : nil
         }
         if observed.registration == .runNow {
-            return handler
+            return consume handler
         }
-        return storeInChunk(handler, observed: observed)
+        return storeInChunk(consume handler, observed: observed)
     }
 
     /// Puts `handler` into the newest chunk, or a new chunk if that one is full, or hands it

@@ -46,7 +46,7 @@ internal struct DrainQueue {
 
     /// Queues `entry` behind every storage parked before it.
     @usableFromInline
-    internal mutating func park(_ entry: ParkedHandlers) {
+    internal mutating func park(_ entry: consuming ParkedHandlers) {
         if front == nil {
             front = entry
         } else if behind == nil {
