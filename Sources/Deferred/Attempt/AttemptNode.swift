@@ -121,8 +121,9 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         }
         guard !cancelled else {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
-            dropPendingWork()
             publish(result, in: &queue)
+            // After the publication: what it releases may run code that reads this attempt.
+            dropPendingWork()
             releaseDemandOnceDecided(cancelled: true)
             return true
         }
@@ -151,8 +152,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     {
         if let error = cancellationError {
             flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
-            dropPendingWork()
             publish(.failure(error), in: &queue)
+            dropPendingWork()
             return false
         }
         publish(result, in: &queue)

@@ -1,5 +1,6 @@
 import Deferred
 import Dispatch
+import Foundation
 import TestSupport
 import Testing
 
@@ -131,5 +132,102 @@ extension Result {
     /// The error, if this is a failure.
     fileprivate var failure: Failure? {
         if case .failure(let error) = self { error } else { nil }
+    }
+}
+
+extension AttemptTimerReleaseTests {
+    /// A timer kind whose pending content `cancel()` releases.
+    enum TimerKind: String, CaseIterable, CustomTestStringConvertible {
+        case retry, delay, timeout
+
+        var testDescription: String { rawValue }
+    }
+
+    /// What the released capture's deinitializer does with the attempt (a logger, a registry).
+    enum Reading: String, CaseIterable, CustomTestStringConvertible {
+        case isCancelled, cancel
+
+        var testDescription: String { rawValue }
+    }
+
+    /// How to reach the attempt under test, as app code keeps it (a registry, not a capture of
+    /// the attempt by what the attempt holds).
+    final class Registry: @unchecked Sendable {
+        // `@unchecked Sendable`: `stored` is read and written only under `lock`.
+        private let lock = NSLock()
+        private var stored: (@Sendable () -> Void)?
+
+        /// What the deinitializer below does with the attempt.
+        var read: (@Sendable () -> Void)? {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue } }
+        }
+    }
+
+    /// An object whose deinitializer reads the registered attempt.
+    final class ReadsOnRelease: Sendable {
+        let registry: Registry
+
+        init(_ registry: Registry) {
+            self.registry = registry
+        }
+
+        deinit {
+            registry.read?()
+        }
+    }
+
+    /// A failure that keeps an object alive.
+    struct ReleasingError: Error {
+        let reads: ReadsOnRelease
+    }
+
+    /// A capture that `cancel()` releases may read the same attempt from its deinitializer:
+    /// the release comes after the cancellation is published, so the read sees it instead of
+    /// waiting for a publication that only the cancelling thread would make.
+    @Test(arguments: TimerKind.allCases, Reading.allCases)
+    func aCaptureReleasedByCancelMayReadTheAttemptFromItsDeinitializer(_ kind: TimerKind, _ reading: Reading) {
+        let timers = HeldTimers()
+        defer { timers.discardAll() }
+        let registry = Registry()
+        let cancelled = Deferred<Bool>()
+        Thread {
+            let cancel: @Sendable () -> Bool
+            switch kind {
+            case .retry:
+                let reads = ReadsOnRelease(registry)
+                let attempt = Attempt<Int, TestError>.retry(count: 3, delay: Self.farAway, on: timers) {
+                    _ = reads
+                    return Attempt(failure: .failed(0))
+                }
+                registry.read = Self.reading(attempt, reading)
+                cancel = { attempt.cancel(); return attempt.isCancelled }
+            case .delay:
+                let producer = DeferredAttempt<ReadsOnRelease, TestError>()
+                let attempt = producer.attempt.delay(by: Self.farAway, on: timers)
+                producer.succeed(with: ReadsOnRelease(registry))
+                registry.read = Self.reading(attempt, reading)
+                cancel = { attempt.cancel(); return attempt.isCancelled }
+            case .timeout:
+                let producer = DeferredAttempt<Int, any Error>()
+                let attempt = producer.attempt.timeout(
+                    after: Self.farAway, on: timers, failingWith: ReleasingError(reads: ReadsOnRelease(registry)))
+                registry.read = Self.reading(attempt, reading)
+                cancel = { attempt.cancel(); return attempt.isCancelled }
+            }
+            cancelled.fill(with: cancel())
+        }.start()
+        #expect(cancelled.wait(until: .now() + 10) == true, "cancel() returned, and the attempt is cancelled")
+        registry.read = nil
+    }
+
+    /// What the deinitializer does with `attempt`.
+    static func reading<Success, Failure>(_ attempt: Attempt<Success, Failure>, _ reading: Reading)
+        -> @Sendable () -> Void
+    {
+        switch reading {
+        case .isCancelled: { _ = attempt.isCancelled }
+        case .cancel: { attempt.cancel() }
+        }
     }
 }
