@@ -55,7 +55,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "DeferredProbe",
-            dependencies: [.product(name: "Deferred", package: "Deferred")],
+            dependencies: [
+                .product(name: "Deferred", package: "Deferred"),
+                .product(name: "DeferredExecutors", package: "Deferred"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -29,9 +29,10 @@ public final class InvalidationToken: Sendable {
     /// the thread (or task) for the length of each body, so that ``invalidate()`` called from a
     /// body does not wait for that body.
     ///
-    /// A task started inside a body inherits the binding though it runs elsewhere, so each
-    /// entry also names the thread its body runs on, and only entries of the calling thread
-    /// count.
+    /// A task started inside a body inherits the binding though it runs elsewhere, and maybe
+    /// later on the same thread, once the body has returned: so each entry also names the thread
+    /// its body runs on and says whether the body is still running, and only running bodies of
+    /// the calling thread count.
     @TaskLocal private static var enclosing: EnclosingBody?
 
     /// Creates a valid token.
@@ -68,9 +69,12 @@ public final class InvalidationToken: Sendable {
         guard state.update({ $0 & 1 == 0 ? $0 + 2 : nil }).updated else {
             return
         }
-        defer { state.subtract(2, ordering: .releasing) }
-        Self.$enclosing.withValue(
-            EnclosingBody(token: self, thread: currentThreadIdentifier, outer: Self.enclosing), operation: body)
+        let entry = EnclosingBody(token: self, thread: currentThreadIdentifier, outer: Self.enclosing)
+        defer {
+            entry.end()
+            state.subtract(2, ordering: .releasing)
+        }
+        Self.$enclosing.withValue(entry, operation: body)
     }
 
     /// Returns an executor that runs bodies on `base` while this token is valid.
@@ -82,11 +86,16 @@ public final class InvalidationToken: Sendable {
     }
 }
 
-/// A body running through a token, the thread it runs on, and the body it runs inside, if any.
+/// A body running through a token, the thread it runs on, whether it still runs, and the body
+/// it runs inside, if any.
 private final class EnclosingBody: Sendable {
     let token: InvalidationToken
     let thread: UInt
     let outer: EnclosingBody?
+
+    /// Cleared when the body returns: a task that inherited this entry and runs later, on the
+    /// same thread, is not inside the body any more.
+    private let isRunning = Atomic<Bool>(true)
 
     init(token: InvalidationToken, thread: UInt, outer: EnclosingBody?) {
         self.token = token
@@ -94,12 +103,21 @@ private final class EnclosingBody: Sendable {
         self.outer = outer
     }
 
-    /// How many of the bodies from here outwards run through `token` on `thread`.
+    /// Marks the body as returned; on its thread, before the token stops counting it.
+    func end() {
+        isRunning.store(false, ordering: .releasing)
+    }
+
+    /// How many of the bodies from here outwards run through `token` on `thread` right now.
+    ///
+    /// A body on `thread` that still runs encloses the caller, which runs on the same thread;
+    /// one that returned does not, whatever the task-local binding says.
     func count(of token: InvalidationToken, on thread: UInt) -> UInt {
         var count: UInt = 0
         var body: EnclosingBody? = self
         while let current = body {
-            count += current.token === token && current.thread == thread ? 1 : 0
+            let encloses = current.token === token && current.thread == thread
+            count += encloses && current.isRunning.load(ordering: .acquiring) ? 1 : 0
             body = current.outer
         }
         return count

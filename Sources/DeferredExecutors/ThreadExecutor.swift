@@ -17,7 +17,7 @@ public import Deferred
 /// ``shutdown()`` (or releasing the executor) stops the thread once the bodies already
 /// submitted have run. A body submitted after that is not run: it is released at once, and
 /// ``isShutDown`` tells that this happened. Delayed bodies that are not yet due at shutdown are
-/// released by ``shutdown()`` without running. An actor job enqueued after shutdown stops the
+/// released by ``shutdown()`` without running; those already due run before the thread ends. An actor job enqueued after shutdown stops the
 /// program with a message naming the executor (see ``enqueue(_:)``). Once the thread has
 /// exited, nothing of the executor is left behind but its run loop (with any timers that bodies
 /// left in it), which goes with the executor; ``isCurrent`` is false on every thread, including
@@ -104,7 +104,10 @@ extension ThreadExecutor: SerialExecutor, TaskExecutor {
         let accepted = loop.accept { [self] in
             job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
         }
-        precondition(accepted, "a job was enqueued on ThreadExecutor \"\(name)\" after shutdown()")
+        if !accepted {
+            // `fatalError`, not `precondition`: a release build keeps only this message.
+            fatalError("a job was enqueued on ThreadExecutor \"\(name)\" after shutdown()")
+        }
     }
 
     /// This executor as the executor of an actor.
@@ -121,7 +124,9 @@ extension ThreadExecutor: SerialExecutor, TaskExecutor {
     ///
     /// Lets `assumeIsolated` succeed for an actor on this executor in bodies submitted to it.
     public func checkIsolated() {
-        precondition(isCurrent, "expected to run on ThreadExecutor \"\(name)\"")
+        if !isCurrent {
+            fatalError("expected to run on ThreadExecutor \"\(name)\"")
+        }
     }
 
     /// Whether the caller runs on this executor's thread.

@@ -10,8 +10,8 @@ import Synchronization
 /// - A body that ``accept(_:)`` accepts runs exactly once, on the thread, after the bodies
 ///   accepted before it; one it refuses (after ``shutdown()``) is never run and is released
 ///   by the caller, who learns of the refusal.
-/// - ``shutdown()`` releases every delayed body at once and lets the thread run the accepted
-///   ones; then the thread ends, and nothing of this loop outlives it: the run loop's blocks and
+/// - ``shutdown()`` releases every delayed body not yet due at once and lets the thread run the
+///   accepted ones and the delayed ones already due; then the thread ends, and nothing of this loop outlives it: the run loop's blocks and
 ///   timers hold only the work, which holds nothing of Core Foundation, so no cycle runs
 ///   through the run loop (a block left in it after the thread exits goes with the run loop,
 ///   which goes with the executor).
@@ -69,15 +69,17 @@ final class ThreadLoop: Sendable {
         runLoop.perform(after: delay) { [work] in work.runDelayed(dueBy: deadline) }
     }
 
-    /// Refuses new bodies, releases the delayed ones, and lets the thread run the accepted
-    /// bodies and exit.
+    /// Refuses new bodies, releases the delayed ones not yet due, and lets the thread run the
+    /// accepted bodies and the delayed ones already due, and exit.
     ///
     /// - Returns: A future filled when the thread has finished.
     @discardableResult
     func shutdown() -> Future<Void> {
         if work.pending.close() {
-            _ = work.delayed.withLock { $0.close() }
-            runLoop.perform { [work] in work.finish() }
+            let now = ContinuousClock.now
+            // Released here, outside the lock: their captures' deinitializers may submit again.
+            _ = work.delayed.withLock { $0.close(keepingDueBy: now) }
+            runLoop.perform { [work] in work.finish(runningDelayedDueBy: now) }
         }
         return Future(work.exited)
     }
@@ -126,7 +128,7 @@ private final class ThreadWork: Sendable {
         return running != 0 && running == currentThreadIdentifier
     }
 
-    /// The thread's life: runs the run loop until ``finish()``, then releases what is left.
+    /// The thread's life: runs the run loop until ``finish(runningDelayedDueBy:)``, then releases what is left.
     func run(started: Deferred<RunLoopReference>) {
         runningThread.store(currentThreadIdentifier, ordering: .releasing)
         let runLoop = CFRunLoopGetCurrent()!
@@ -146,7 +148,7 @@ private final class ThreadWork: Sendable {
     /// Runs the pending bodies in order; on the thread.
     ///
     /// A drain may run inside a body that runs the run loop; then it first runs the bodies the
-    /// outer drain has not reached yet. If the loop finished meanwhile (``finish()`` ran in such
+    /// outer drain has not reached yet. If the loop finished meanwhile (``finish(runningDelayedDueBy:)`` ran in such
     /// a nested run loop, whose run it stopped), the outer run is stopped here too.
     func drain() {
         var bodies = pending.takeAll().reversed()
@@ -160,6 +162,15 @@ private final class ThreadWork: Sendable {
         while let body = taken.withLock({ $0.popFirst() }) {
             body()
         }
+        stopIfFinished()
+    }
+
+    /// Stops the current run of the run loop if the loop finished while a body ran.
+    ///
+    /// The body ran the run loop itself and ``finish(runningDelayedDueBy:)`` ran in that nested
+    /// run, whose stop did not reach the run this callout returns to. Every callout from the
+    /// thread's run loop ends here.
+    private func stopIfFinished() {
         if isFinished.load(ordering: .acquiring) {
             CFRunLoopStop(CFRunLoopGetCurrent())
         }
@@ -175,6 +186,7 @@ private final class ThreadWork: Sendable {
         while let body = delayed.withLock({ $0.popFirst(dueBy: end) }) {
             body()
         }
+        stopIfFinished()
     }
 
     /// Runs the last bodies and ends the loop; on the thread, after shutdown closed the stack.
@@ -182,10 +194,14 @@ private final class ThreadWork: Sendable {
     /// If this runs in a run loop nested in a body or a timer's callback, stopping the current
     /// run ends only the nested one; the block scheduled here stops the outer run at its next
     /// turn, once the nested one has returned.
-    func finish() {
-        // The stack is closed, so nothing is pushed after this drain.
+    func finish(runningDelayedDueBy shutdownTime: ContinuousClock.Instant) {
+        // The stack is closed, so nothing is pushed after this drain; the delayed bodies left
+        // are those due by the shutdown, which no timer may have run yet.
         isFinished.store(true, ordering: .releasing)
         drain()
+        while let body = delayed.withLock({ $0.popFirst(dueBy: shutdownTime) }) {
+            body()
+        }
         let runLoop = CFRunLoopGetCurrent()
         CFRunLoopStop(runLoop)
         RunLoopReference(runLoop: runLoop!, inCommonModes: false).perform {
@@ -209,18 +225,7 @@ private final class PendingBody: StackNode {
 
 /// The delayed bodies of a ``ThreadExecutor``, by deadline, then submission.
 private struct DelayedBodies: Sendable {
-    fileprivate struct Entry: Sendable {
-        let deadline: ContinuousClock.Instant
-        let sequence: Int
-        let body: @Sendable () -> Void
-
-        @Sendable static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
-            (lhs.deadline, lhs.sequence) < (rhs.deadline, rhs.sequence)
-        }
-    }
-
-    private var heap = BinaryHeap(by: Entry.precedes)
-    private var nextSequence = 0
+    private var queue = TimerQueue<ContinuousClock.Instant>()
     private var isClosed = false
 
     /// Adds `body` unless the executor shut down.
@@ -228,24 +233,28 @@ private struct DelayedBodies: Sendable {
         guard !isClosed else {
             return false
         }
-        heap.insert(Entry(deadline: deadline, sequence: nextSequence, body: body))
-        nextSequence += 1
+        queue.insert(deadline: deadline, body)
         return true
     }
 
     /// Takes the first body if it is due by `end`.
     mutating func popFirst(dueBy end: ContinuousClock.Instant) -> (@Sendable () -> Void)? {
-        guard let first = heap.first, first.deadline <= end else {
-            return nil
-        }
-        return heap.popFirst()?.body
+        queue.popFirst(dueBy: end)?.body
     }
 
-    /// Refuses new bodies and hands back the waiting ones, for the caller to release outside
-    /// the lock (their captures' deinitializers may submit again).
-    mutating func close() -> BinaryHeap<Entry> {
+    /// Refuses new bodies and hands back the waiting ones not due by `now`, for the caller to
+    /// release outside the lock (their captures' deinitializers may submit again); the bodies
+    /// already due stay, to run before the thread ends.
+    mutating func close(keepingDueBy now: ContinuousClock.Instant) -> [@Sendable () -> Void] {
         isClosed = true
-        defer { heap = BinaryHeap(by: Entry.precedes) }
-        return heap
+        var due: [(deadline: ContinuousClock.Instant, body: @Sendable () -> Void)] = []
+        while let first = queue.popFirst(dueBy: now) {
+            due.append(first)
+        }
+        let notDue = queue.removeAll()
+        for (deadline, body) in due {
+            queue.insert(deadline: deadline, body)
+        }
+        return notDue
     }
 }

@@ -14,64 +14,86 @@ import Synchronization
 /// clock.advance(by: .seconds(1))   // limited.peek() == -1
 /// ```
 ///
-/// `submit(_:)` schedules a body for the current virtual time, so it too runs at the next
-/// ``advance(by:)`` (`advance(by: .zero)` runs just the work that is due). Time has nanosecond
-/// resolution. Call `advance(by:)` from one thread at a time, typically the test's.
+/// It is also a `Clock`, so code that sleeps runs on the same time: `try await
+/// clock.sleep(for: .seconds(1))` and `Task.sleep(for:tolerance:clock:)` suspend until a test
+/// advances the clock that far (a cancelled task's sleep ends at once with `CancellationError`).
 ///
-/// Scheduling a body and taking the next one due are O(log n) in the number pending: they wait
-/// in a binary heap ordered by due time, then by submission.
-public final class VirtualTimeExecutor: SchedulingExecutor {
-    private let scheduled = Locked(Schedule())
-    private let nanoseconds = Atomic<Int>(0)
+/// `submit(_:)` schedules a body for the current virtual time, so it too runs at the next
+/// advance (`advance(by: .zero)` runs just the work that is due). Time has nanosecond
+/// resolution. Any thread may submit at any time, even while the clock advances: a body is due
+/// at the clock's time when it is scheduled plus its delay, and bodies run in order of due time,
+/// then of submission, so the clock never goes back. Advance from one thread at a time,
+/// typically the test's; a body that advances the clock it runs on stops the program.
+///
+/// Scheduling a body and taking the next one due are O(log n) in the number pending.
+public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
+    /// A point on a ``VirtualTimeExecutor``'s clock: how much virtual time had passed since the
+    /// executor was created.
+    public struct Instant: InstantProtocol, CustomStringConvertible {
+        /// How much virtual time had passed since the executor was created.
+        public let sinceStart: Duration
+
+        /// The instant `sinceStart` after the executor was created.
+        ///
+        /// - Parameter sinceStart: How much virtual time had passed by then.
+        public init(sinceStart: Duration) {
+            self.sinceStart = sinceStart
+        }
+
+        /// The instant `duration` later.
+        public func advanced(by duration: Duration) -> Instant {
+            Instant(sinceStart: sinceStart + duration)
+        }
+
+        /// How long from this instant until `other`.
+        public func duration(to other: Instant) -> Duration {
+            other.sinceStart - sinceStart
+        }
+
+        /// Whether `lhs` comes before `rhs`.
+        public static func < (lhs: Instant, rhs: Instant) -> Bool {
+            lhs.sinceStart < rhs.sinceStart
+        }
+
+        /// The time since the start, as `Duration` prints it.
+        public var description: String {
+            "start + \(sinceStart)"
+        }
+    }
+
+    /// The clock and the pending bodies: submitting reads the clock and schedules in one step,
+    /// so a body is never due before the time the clock has reached.
+    private let timeline = Locked(Timeline())
+
     private let isAdvancing = Atomic<Bool>(false)
-
-    /// A body and when it is due.
-    private struct Scheduled: Sendable {
-        let due: Int
-        let sequence: Int
-        let body: @Sendable () -> Void
-
-        func precedes(_ other: Scheduled) -> Bool {
-            (due, sequence) < (other.due, other.sequence)
-        }
-    }
-
-    /// The pending bodies, earliest first by ``Scheduled/precedes(_:)``, and the next
-    /// submission number.
-    private struct Schedule: Sendable {
-        var heap = BinaryHeap<Scheduled> { $0.precedes($1) }
-        var nextSequence = 0
-
-        mutating func insert(due: Int, _ body: @escaping @Sendable () -> Void) {
-            heap.insert(Scheduled(due: due, sequence: nextSequence, body: body))
-            nextSequence += 1
-        }
-
-        /// Takes the earliest body if it is due by `end`.
-        mutating func popFirst(dueBy end: Int) -> Scheduled? {
-            guard let first = heap.first, first.due <= end else {
-                return nil
-            }
-            return heap.popFirst()
-        }
-    }
 
     /// Creates an executor whose clock reads zero.
     public init() {}
 
-    /// How much virtual time has passed since the executor was created.
-    public var now: Duration {
-        .nanoseconds(nanoseconds.load(ordering: .acquiring))
+    /// The current virtual time; while a body runs, its due time.
+    public var now: Instant {
+        Instant(sinceStart: .nanoseconds(timeline.withLock { $0.now }))
     }
 
-    /// Whether any body is scheduled and has not run yet.
+    /// How much virtual time has passed since the executor was created: ``now``'s
+    /// ``Instant/sinceStart``.
+    public var elapsed: Duration {
+        now.sinceStart
+    }
+
+    /// The smallest step the clock takes: a nanosecond.
+    public var minimumResolution: Duration {
+        .nanoseconds(1)
+    }
+
+    /// Whether any body or sleep is scheduled and has not run yet.
     public var hasPendingWork: Bool {
-        scheduled.withLock { !$0.heap.isEmpty }
+        timeline.withLock { !$0.bodies.isEmpty }
     }
 
-    /// Schedules `body` for the current virtual time; it runs at the next ``advance(by:)``.
+    /// Schedules `body` for the current virtual time; it runs at the next advance.
     public func submit(_ body: @escaping @Sendable () -> Void) {
-        schedule(at: nanoseconds.load(ordering: .acquiring), body)
+        _ = timeline.withLock { $0.schedule(after: 0, body) }
     }
 
     /// Schedules `body` to run once the clock has advanced by `delay`.
@@ -80,8 +102,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
     ///   - delay: How much virtual time must pass first.
     ///   - body: The work to run.
     public func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        let (due, overflow) = nanoseconds.load(ordering: .acquiring).addingReportingOverflow(delay.clampedNanoseconds)
-        schedule(at: overflow ? .max : due, body)
+        _ = timeline.withLock { $0.schedule(after: delay.clampedNanoseconds, body) }
     }
 
     /// Moves the clock forward by `duration`, running every body that falls due on the way, in
@@ -92,23 +113,180 @@ public final class VirtualTimeExecutor: SchedulingExecutor {
     ///
     /// - Parameter duration: How far to move the clock; must not be negative.
     public func advance(by duration: Duration) {
-        precondition(duration >= .zero, "VirtualTimeExecutor cannot move back in time")
-        precondition(
-            !isAdvancing.exchange(true, ordering: .acquiringAndReleasing),
-            "VirtualTimeExecutor.advance(by:) was called while it was already advancing"
-        )
-        defer { isAdvancing.store(false, ordering: .releasing) }
-        let (target, overflow) = nanoseconds.load(ordering: .acquiring).addingReportingOverflow(
-            duration.clampedNanoseconds)
-        let end = overflow ? Int.max : target
-        while let next = scheduled.withLock({ $0.popFirst(dueBy: end) }) {
-            nanoseconds.store(next.due, ordering: .releasing)
-            next.body()
+        if duration < .zero {
+            fatalError("VirtualTimeExecutor cannot move back in time (advance(by: \(duration)))")
         }
-        nanoseconds.store(end, ordering: .releasing)
+        moveClock { now in
+            let (target, overflow) = now.addingReportingOverflow(duration.clampedNanoseconds)
+            return overflow ? .max : target
+        }
     }
 
-    private func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) {
-        scheduled.withLock { $0.insert(due: due, body) }
+    /// Moves the clock forward to `instant`, running every body due by then, in order of due
+    /// time and then of submission; does nothing but run the bodies due now if the clock has
+    /// passed `instant` already.
+    ///
+    /// - Parameter instant: Where to move the clock.
+    public func advance(to instant: Instant) {
+        moveClock { now in max(now, instant.sinceStart.clampedNanoseconds) }
+    }
+
+    /// Moves the clock forward through every scheduled body, running each at its due time,
+    /// until nothing is scheduled.
+    ///
+    /// The bodies the running ones schedule run too. The clock stops at the last body's due
+    /// time.
+    ///
+    /// It returns only once nothing is scheduled, so it never returns while bodies keep
+    /// scheduling others (a repeating timer, say); use ``advance(by:)`` for those.
+    public func runUntilIdle() {
+        while let next = timeline.withLock({ $0.bodies.firstDeadline }) {
+            moveClock { now in max(now, next) }
+        }
+    }
+
+    /// Sleeps until the clock reaches `deadline`: until a test advances it that far; returns at
+    /// once if it has.
+    ///
+    /// - Parameters:
+    ///   - deadline: The virtual time to wake at.
+    ///   - tolerance: Ignored: the clock is exact.
+    /// - Throws: `CancellationError` if the task is cancelled first, at once.
+    ///
+    /// Keep the clock while tasks sleep on it: only advancing it or cancelling the task ends a
+    /// sleep.
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let sleeper = VirtualSleeper()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                guard sleeper.wait(continuation) else {
+                    return  // Cancelled before it slept.
+                }
+                let due = deadline.sinceStart.clampedNanoseconds
+                let scheduled = timeline.withLock { timeline in
+                    due <= timeline.now ? nil : timeline.schedule(at: due) { sleeper.wake() }
+                }
+                guard let ticket = scheduled else {
+                    sleeper.wake()  // The clock is there already.
+                    return
+                }
+                // Weak: the wake-up, which the timeline holds, holds the sleeper.
+                sleeper.scheduled(ticket) { [weak timeline] ticket in
+                    _ = timeline?.withLock { $0.bodies.cancel(ticket) }
+                }
+            }
+        } onCancel: {
+            sleeper.cancel()
+        }
+    }
+
+    /// Moves the clock to `target(now)`, running the bodies due by then.
+    private func moveClock(to target: (Int) -> Int) {
+        if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
+            fatalError("VirtualTimeExecutor was advanced while it was already advancing")
+        }
+        defer { isAdvancing.store(false, ordering: .releasing) }
+        let end = timeline.withLock { target($0.now) }
+        while true {
+            // Assigned rather than returned: a closure returned through the lock's generic
+            // result would be wrapped in a thunk, one allocation a body.
+            var next: (@Sendable () -> Void)?
+            timeline.withLock { next = $0.takeFirst(dueBy: end) }
+            guard let body = next else {
+                break
+            }
+            body()
+        }
+        timeline.withLock { $0.now = max($0.now, end) }
+    }
+}
+
+/// A ``VirtualTimeExecutor``'s clock and pending bodies.
+private struct Timeline: Sendable {
+    /// The clock, in nanoseconds since the executor was created; it only moves forward.
+    var now = 0
+
+    var bodies = TimerQueue<Int>()
+
+    /// Schedules `body` `delay` nanoseconds from now.
+    @discardableResult
+    mutating func schedule(after delay: Int, _ body: @escaping @Sendable () -> Void) -> TimerQueue<Int>.Ticket {
+        let (due, overflow) = now.addingReportingOverflow(delay)
+        return schedule(at: overflow ? .max : due, body)
+    }
+
+    /// Schedules `body` at `due`, or now if that has passed.
+    mutating func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) -> TimerQueue<Int>.Ticket {
+        bodies.insert(deadline: max(due, now), body)
+    }
+
+    /// Takes the first body due by `end` and moves the clock to its due time.
+    mutating func takeFirst(dueBy end: Int) -> (@Sendable () -> Void)? {
+        guard let (due, body) = bodies.popFirst(dueBy: end) else {
+            return nil
+        }
+        now = max(now, due)
+        return body
+    }
+}
+
+/// One task sleeping on a ``VirtualTimeExecutor``: woken by its body, or by its task's
+/// cancellation, whichever comes first, exactly once.
+private final class VirtualSleeper: Sendable {
+    private enum State: Sendable {
+        case idle
+        case waiting(CheckedContinuation<Void, any Error>)
+        case done
+    }
+
+    private let state = Locked<State>(.idle)
+    private let cancelScheduled = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Starts waiting; returns `false`, having resumed `continuation` with `CancellationError`,
+    /// if the task was cancelled already.
+    func wait(_ continuation: CheckedContinuation<Void, any Error>) -> Bool {
+        let waits = state.withLock { state in
+            guard case .idle = state else {
+                return false
+            }
+            state = .waiting(continuation)
+            return true
+        }
+        if !waits {
+            continuation.resume(throwing: CancellationError())
+        }
+        return waits
+    }
+
+    /// Records how to unschedule the wake-up, for a cancellation; runs it now if the task was
+    /// cancelled meanwhile.
+    func scheduled(_ ticket: TimerQueue<Int>.Ticket, unschedule: @escaping @Sendable (TimerQueue<Int>.Ticket) -> Void) {
+        cancelScheduled.withLock { $0 = { unschedule(ticket) } }
+        if state.withLock({ if case .done = $0 { true } else { false } }) {
+            cancelScheduled.withLock { $0.take() }?()
+        }
+    }
+
+    /// The clock reached the deadline.
+    func wake() {
+        cancelScheduled.withLock { $0 = nil }
+        finish()?.resume()
+    }
+
+    /// The task was cancelled: ends the sleep with `CancellationError` and unschedules it.
+    func cancel() {
+        finish()?.resume(throwing: CancellationError())
+        cancelScheduled.withLock { $0.take() }?()
+    }
+
+    /// Moves to done; returns the continuation to resume, if this call ended the wait.
+    private func finish() -> CheckedContinuation<Void, any Error>? {
+        state.withLock { state in
+            defer { state = .done }
+            if case .waiting(let continuation) = state {
+                return continuation
+            }
+            return nil
+        }
     }
 }

@@ -67,7 +67,7 @@ private final class TimeLog: Sendable {
     /// Records the current time and returns its index.
     func record() -> Int {
         let index = count.increment()
-        entries[index].fill(with: clock.now)
+        entries[index].fill(with: clock.elapsed)
         return index
     }
 

@@ -27,4 +27,19 @@ import Testing
     func afterAStopNoBodyRunsAndEveryBodyIsReleased(_ kind: ExecutorKind) throws {
         ExecutorConformance.checkStop(try #require(kind.makeStoppable()))
     }
+
+    @Test(arguments: ExecutorKind.allCases)
+    func invalidateFromATaskStartedInABodyWaitsForTheTokensOtherBodies(_ kind: ExecutorKind) async {
+        await ExecutorConformance.checkInvalidateFromATaskStartedInABody(kind.make())
+    }
+
+    @Test(arguments: ExecutorKind.allCases.filter { $0.makeStoppable() != nil })
+    func aDelayedBodyDueAtTheStopRunsOnlyWhereAcceptedBodiesRun(_ kind: ExecutorKind) throws {
+        ExecutorConformance.checkStopWithADelayedBodyDue(try #require(kind.makeStoppable()))
+    }
+
+    @Test(arguments: ExecutorKind.allCases.filter { $0.makeStoppable() != nil })
+    func aStopWhileADelayedBodyRunsTheRunLoopCompletes(_ kind: ExecutorKind) throws {
+        ExecutorConformance.checkStopWhileADelayedBodyRunsTheRunLoop(try #require(kind.makeStoppable()))
+    }
 }

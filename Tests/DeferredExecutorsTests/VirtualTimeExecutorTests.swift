@@ -1,4 +1,6 @@
+import Deferred
 import DeferredExecutors
+import Foundation
 import TestSupport
 import Testing
 
@@ -7,13 +9,13 @@ import Testing
         let clock = VirtualTimeExecutor()
         let ran = Counter()
         clock.submit(after: .seconds(10)) { ran.increment() }
-        #expect(clock.now == .zero)
+        #expect(clock.elapsed == .zero)
         clock.advance(by: .seconds(9))
         #expect(ran.value == 0)
-        #expect(clock.now == .seconds(9))
+        #expect(clock.elapsed == .seconds(9))
         clock.advance(by: .seconds(1))
         #expect(ran.value == 1)
-        #expect(clock.now == .seconds(10))
+        #expect(clock.elapsed == .seconds(10))
         #expect(!clock.hasPendingWork)
     }
 
@@ -45,14 +47,14 @@ import Testing
         let times = Deferred<[Duration]>()
         let first = Deferred<Duration>()
         clock.submit(after: .seconds(2)) {
-            first.fill(with: clock.now)
+            first.fill(with: clock.elapsed)
             clock.submit(after: .seconds(3)) {
-                times.fill(with: [first.peek() ?? .zero, clock.now])
+                times.fill(with: [first.peek() ?? .zero, clock.elapsed])
             }
         }
         clock.advance(by: .seconds(10))
         #expect(times.peek() == [.seconds(2), .seconds(5)])
-        #expect(clock.now == .seconds(10))
+        #expect(clock.elapsed == .seconds(10))
     }
 
     @Test func aTimeoutOnVirtualTimeIsInstantAndExact() {
@@ -151,5 +153,157 @@ import Testing
         let expected = (0..<count).sorted { (dues[$0], $0) < (dues[$1], $1) }
         #expect(order.order == expected)
         #expect(!clock.hasPendingWork)
+    }
+
+    // MARK: Submitting while the clock advances
+
+    /// A body submitted from another thread while the clock advances is due at the time the
+    /// clock had reached when it was submitted, never before: reading the clock and scheduling
+    /// are one step, so bodies run in order of due time and the clock never goes back.
+    @Test func bodiesSubmittedWhileTheClockAdvancesNeverRunInThePast() {
+        let clock = VirtualTimeExecutor()
+        let seen = SeenTimes()
+        let submitted = Deferred<Void>()
+        let bodies = TestSize.current.threadRaceRounds * 10
+        Thread {
+            for index in 0..<bodies {
+                let submittedAt = clock.elapsed
+                let delay = Duration.nanoseconds(index % 3)
+                clock.submit(after: delay) { seen.record(ranAt: clock.elapsed, dueNoEarlierThan: submittedAt + delay) }
+            }
+            submitted.fill()
+        }.start()
+        var advances = 0
+        while !submitted.isFilled {
+            clock.advance(by: .nanoseconds(1))
+            advances += 1
+        }
+        clock.runUntilIdle()
+        let (count, backwards, early) = seen.summary
+        progress(
+            "virtual clock under concurrent submission: \(count) bodies over \(advances) advances, \(backwards) ran at an earlier time than the one before, \(early) before their due time"
+        )
+        #expect(count == bodies)
+        #expect(advances > 10, "the submitter overlapped the advances")
+        #expect(backwards == 0, "the clock never went back")
+        #expect(early == 0, "no body ran before it was due")
+    }
+
+    // MARK: The clock
+
+    @Test func advanceToMovesTheClockToAnInstantAndRunsWhatFallsDue() {
+        let clock = VirtualTimeExecutor()
+        let ran = Counter()
+        clock.submit(after: .seconds(5)) { ran.increment() }
+        clock.advance(to: clock.now.advanced(by: .seconds(4)))
+        #expect(ran.value == 0)
+        #expect(clock.elapsed == .seconds(4))
+        clock.advance(to: VirtualTimeExecutor.Instant(sinceStart: .seconds(5)))
+        #expect(ran.value == 1)
+        clock.advance(to: VirtualTimeExecutor.Instant(sinceStart: .seconds(1)))
+        #expect(clock.elapsed == .seconds(5), "an instant in the past leaves the clock where it is")
+    }
+
+    @Test func runUntilIdleRunsEverythingScheduledIncludingWhatItSchedules() {
+        let clock = VirtualTimeExecutor()
+        let times = OrderRecorder(count: 31)  // events by the second they run at
+        clock.submit(after: .seconds(10)) {
+            times.record(10)
+            clock.submit(after: .seconds(20)) { times.record(30) }
+        }
+        clock.submit(after: .seconds(1)) { times.record(1) }
+        clock.runUntilIdle()
+        #expect(times.order == [1, 10, 30])
+        #expect(clock.elapsed == .seconds(30), "the clock stops at the last body's due time")
+        #expect(!clock.hasPendingWork)
+    }
+
+    @Test func aTaskSleepingOnTheClockWakesWhenTheTestAdvancesIt() async throws {
+        let clock = VirtualTimeExecutor()
+        let woke = Deferred<Duration>()
+        let sleeper = Task {
+            try await clock.sleep(for: .seconds(60))
+            woke.fill(with: clock.elapsed)
+        }
+        try await Self.waitForPendingWork(on: clock)
+        clock.advance(by: .seconds(59))
+        try await Task.sleep(for: .milliseconds(10))
+        #expect(!woke.isFilled, "not before its time")
+        clock.advance(by: .seconds(1))
+        #expect(await woke.value == .seconds(60))
+        try await sleeper.value
+    }
+
+    @Test func taskSleepWithTheClockSuspendsOnVirtualTime() async throws {
+        let clock = VirtualTimeExecutor()
+        let sleeper = Task { try await Task.sleep(for: .seconds(3600), tolerance: nil, clock: clock) }
+        try await Self.waitForPendingWork(on: clock)
+        clock.advance(by: .seconds(3600))
+        try await sleeper.value
+        #expect(clock.elapsed == .seconds(3600))
+    }
+
+    @Test func aCancelledSleepEndsAtOnceAndLeavesNothingScheduled() async throws {
+        let clock = VirtualTimeExecutor()
+        let sleeper = Task { try await clock.sleep(for: .seconds(60)) }
+        try await Self.waitForPendingWork(on: clock)
+        sleeper.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        #expect(!clock.hasPendingWork, "the cancelled sleep's wake-up is unscheduled")
+        #expect(clock.elapsed == .zero)
+    }
+
+    @Test func aSleepInThePastReturnsAtOnce() async throws {
+        let clock = VirtualTimeExecutor()
+        clock.advance(by: .seconds(5))
+        try await clock.sleep(until: VirtualTimeExecutor.Instant(sinceStart: .seconds(1)))
+        #expect(!clock.hasPendingWork)
+    }
+
+    /// The guide's example: a retry with backoff of 1, 2 and 4 seconds, tested without waiting.
+    @Test func aRetryWithBackoffRunsInMicroseconds() {
+        let clock = VirtualTimeExecutor()
+        let calls = OrderRecorder(count: 8)  // events by the second each try starts at
+        let started = ContinuousClock.now
+        let reply = Attempt<Int, TestError>.retry(
+            count: 3, delay: .seconds(1), on: clock, backoff: .exponential()
+        ) {
+            calls.record(Int(clock.elapsed.components.seconds))
+            return calls.order.count < 4 ? Attempt(failure: .failed(0)) : Attempt(success: 42)
+        }
+        clock.runUntilIdle()
+        #expect(reply.peek() == .success(42))
+        #expect(calls.order == [0, 1, 3, 7], "tries at 0 s, then after 1, 2 and 4 s of backoff")
+        #expect(ContinuousClock.now - started < .seconds(1))
+    }
+
+    /// Waits until something is scheduled on `clock`: a task has reached its sleep.
+    static func waitForPendingWork(on clock: VirtualTimeExecutor) async throws {
+        while !clock.hasPendingWork {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}
+
+/// What the bodies of the concurrent-submission test saw.
+final class SeenTimes: @unchecked Sendable {
+    // `@unchecked Sendable`: every field is read and written only under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    private var last = Duration.zero
+    private var backwards = 0
+    private var early = 0
+
+    func record(ranAt time: Duration, dueNoEarlierThan due: Duration) {
+        lock.withLock {
+            count += 1
+            backwards += time < last ? 1 : 0
+            early += time < due ? 1 : 0
+            last = max(last, time)
+        }
+    }
+
+    var summary: (count: Int, backwards: Int, early: Int) {
+        lock.withLock { (count, backwards, early) }
     }
 }

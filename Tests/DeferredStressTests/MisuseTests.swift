@@ -29,6 +29,22 @@ extension StressSuites {
             }
         #endif
 
+        #if EXIT_TESTS  // a test in a child process; CI runs this suite in a release build too
+            /// A job enqueued on a thread executor after its shutdown stops the program with a
+            /// message naming the executor, in release builds too (a `precondition`'s message is
+            /// removed there, leaving a bare SIGILL).
+            @Test func aJobEnqueuedAfterShutdownStopsTheProgramNamingTheExecutorInEveryBuild() async {
+                let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                    let executor = ThreadExecutor(name: "shut down early")
+                    await executor.shutdown().value
+                    Task(executorPreference: executor) {}
+                    try? await Task.sleep(for: .seconds(60))
+                }
+                let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+                #expect(message.contains("a job was enqueued on ThreadExecutor \"shut down early\" after shutdown()"))
+            }
+        #endif
+
         /// The main queue is recognised as blocked only on the main queue itself. (An exit test
         /// cannot show the trap on the main queue: nothing drains it in the child process.)
         @Test func theMainQueueKnowsWhenTheCallerBlocksIt() async {

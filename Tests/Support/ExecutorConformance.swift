@@ -1,4 +1,5 @@
 import Deferred
+import DeferredExecutors
 import Dispatch
 import Foundation
 import Testing
@@ -84,6 +85,104 @@ public enum ExecutorConformance {
         } else {
             #expect(ran.value == ranByStop, "no body started after the stop returned")
         }
+    }
+
+    /// `invalidate()` called from a task that a body of the token started on this executor waits
+    /// for the token's body still running elsewhere.
+    ///
+    /// The task inherits the body's task-local record and may run later on the same thread,
+    /// once the body has returned; it must not count itself as that body.
+    public static func checkInvalidateFromATaskStartedInABody(_ under: ExecutorUnderTest, rounds: Int = 20) async {
+        var returnedEarly = 0
+        for _ in 0..<rounds {
+            let token = InvalidationToken()
+            let otherStarted = Deferred<Void>()
+            let otherFinished = Counter()
+            token.validating(DispatchQueue(label: "conformance.other body")).submit {
+                otherStarted.fill()
+                Thread.sleep(forTimeInterval: 0.02)
+                otherFinished.increment()
+            }
+            await otherStarted.value
+            let sawOtherRunning = Deferred<Bool>()
+            validating(under.executor, by: token).submit {
+                let invalidate: @Sendable () async -> Void = {
+                    token.invalidate()
+                    sawOtherRunning.fill(with: otherFinished.value == 0)
+                }
+                if let preferred = under.executor as? any TaskExecutor {
+                    Task(executorPreference: preferred) { await invalidate() }
+                } else {
+                    Task { await invalidate() }
+                }
+            }
+            #expect(await under.settleSuspending(within: .seconds(30)) { sawOtherRunning.isFilled })
+            returnedEarly += sawOtherRunning.peek() == true ? 1 : 0
+        }
+        #expect(returnedEarly == 0, "invalidate() returned while another body of the token ran")
+    }
+
+    /// `base` behind `token`.
+    private static func validating(_ base: some Executor, by token: InvalidationToken) -> any Executor {
+        token.validating(base)
+    }
+
+    /// A delayed body that is due when the executor stops runs if the kind runs what it accepted
+    /// (a thread's shutdown) and never otherwise (an invalidated token); it is released either
+    /// way.
+    public static func checkStopWithADelayedBodyDue(_ stoppable: StoppableExecutor) {
+        let under = stoppable.under
+        let live = LiveCount()
+        let ran = Counter()
+        let gate = Deferred<Void>()
+        let blocking = Deferred<Void>()
+        // Keeps the executor busy, so that the delayed body falls due before it can run.
+        under.executor.submit {
+            blocking.fill()
+            _ = gate.wait(until: .now() + 30)
+        }
+        _ = blocking.wait(until: .now() + 30)
+        do {
+            let tracked = LifetimeTracked(live)
+            under.scheduling.submit(after: .milliseconds(1)) {
+                _ = tracked
+                ran.increment()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.02)
+        let stopped = Deferred<Void>()
+        Thread {
+            stoppable.stop()
+            stopped.fill()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.01)
+        gate.fill()
+        #expect(stopped.wait(until: .now() + 30) != nil, "the stop returned")
+        under.idle()
+        if stoppable.runsAcceptedBodies {
+            #expect(ran.value == 1, "the delayed body due at the stop ran once")
+        } else {
+            #expect(ran.value == 0, "the delayed body did not run after the stop")
+        }
+        #expect(under.settle(within: .seconds(10)) { live.value == 0 }, "the delayed body was released")
+    }
+
+    /// A stop that comes while a delayed body runs the run loop of its thread (waiting for a
+    /// `Timer`, say) completes once the body returns.
+    public static func checkStopWhileADelayedBodyRunsTheRunLoop(_ stoppable: StoppableExecutor) {
+        let under = stoppable.under
+        let running = Deferred<Void>()
+        under.scheduling.submit(after: .milliseconds(1)) {
+            running.fill()
+            RunLoop.current.run(until: Date(timeIntervalSinceNow: 0.1))
+        }
+        #expect(running.wait(until: .now() + 30) != nil)
+        let stopped = Deferred<Void>()
+        Thread {
+            stoppable.stop()
+            stopped.fill()
+        }.start()
+        #expect(stopped.wait(until: .now() + 10) != nil, "the stop completed once the body returned")
     }
 
     /// Submits `count` bodies that each count their run and capture a tracked object; returns

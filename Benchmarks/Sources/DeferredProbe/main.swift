@@ -2,8 +2,9 @@
 // under callgrind to count instructions, atomic read-modify-writes and reference counting per
 // operation (N operations, minus a run with N = 0).
 //
-// Usage: deferred-probe S1|S4|S10|S11 N
+// Usage: deferred-probe S1|S4|S10|S11|S13 N
 import Deferred
+import DeferredExecutors
 
 #if canImport(Glibc)
     import Glibc  // exit
@@ -26,7 +27,7 @@ func consume(_ value: Int) {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[2]) else {
-    print("usage: deferred-probe S1|S4|S10|S11 N")
+    print("usage: deferred-probe S1|S4|S10|S11|S13 N")
     exit(2)
 }
 switch arguments[1] {
@@ -64,6 +65,14 @@ case "S11":
     if case .success(let value) = tail.peek() {
         consume(value)
     }
+case "S13":
+    // N bodies scheduled on a virtual clock in reverse order of due time, then one advance past
+    // them: per body.
+    let clock = VirtualTimeExecutor()
+    for index in 0..<count {
+        clock.submit(after: .nanoseconds(count - index)) { consume(index) }
+    }
+    clock.advance(by: .nanoseconds(count + 1))
 default:
     print("unknown scenario \(arguments[1])")
     exit(2)

@@ -201,19 +201,28 @@ extension AttemptTimerReleaseTests {
                     return Attempt(failure: .failed(0))
                 }
                 registry.read = Self.reading(attempt, reading)
-                cancel = { attempt.cancel(); return attempt.isCancelled }
+                cancel = {
+                    attempt.cancel()
+                    return attempt.isCancelled
+                }
             case .delay:
                 let producer = DeferredAttempt<ReadsOnRelease, TestError>()
                 let attempt = producer.attempt.delay(by: Self.farAway, on: timers)
                 producer.succeed(with: ReadsOnRelease(registry))
                 registry.read = Self.reading(attempt, reading)
-                cancel = { attempt.cancel(); return attempt.isCancelled }
+                cancel = {
+                    attempt.cancel()
+                    return attempt.isCancelled
+                }
             case .timeout:
                 let producer = DeferredAttempt<Int, any Error>()
                 let attempt = producer.attempt.timeout(
                     after: Self.farAway, on: timers, failingWith: ReleasingError(reads: ReadsOnRelease(registry)))
                 registry.read = Self.reading(attempt, reading)
-                cancel = { attempt.cancel(); return attempt.isCancelled }
+                cancel = {
+                    attempt.cancel()
+                    return attempt.isCancelled
+                }
             }
             cancelled.fill(with: cancel())
         }.start()

@@ -186,6 +186,21 @@ public struct ExecutorUnderTest: Sendable {
         return true
     }
 
+    /// Lets pending work run until `done` holds, for at most `limit`, suspending rather than
+    /// blocking between looks, so that tasks the work starts find a thread; returns whether it
+    /// holds.
+    public func settleSuspending(within limit: Duration = .seconds(120), until done: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while !done() {
+            guard ContinuousClock.now < deadline else {
+                return false
+            }
+            pump?()
+            try? await Task.sleep(for: .microseconds(200))
+        }
+        return true
+    }
+
     /// Lets pending work run for a while, so that anything that would run twice or late does.
     public func idle() {
         _ = settle(within: .milliseconds(20)) { false }
