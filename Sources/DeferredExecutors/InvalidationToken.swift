@@ -21,60 +21,59 @@ import Synchronization
 /// }
 /// ```
 public final class InvalidationToken: Sendable {
-    /// The token's validity (bit 0 set when invalid) and how many bodies are running (the other
-    /// bits, counting in twos).
-    private let state = Atomic<UInt>(0)
+    /// Whether the token was invalidated, for the check before a body is queued; the decision
+    /// that counts is made under the lock in ``Bodies``.
+    private let invalid = Atomic<Bool>(false)
 
-    /// The bodies run through tokens that enclose the calling code, innermost first: bound on
-    /// the thread (or task) for the length of each body, so that ``invalidate()`` called from a
-    /// body does not wait for that body.
-    ///
-    /// A task started inside a body inherits the binding though it runs elsewhere, and maybe
-    /// later on the same thread, once the body has returned: so each entry also names the thread
-    /// its body runs on and says whether the body is still running, and only running bodies of
-    /// the calling thread count.
-    @TaskLocal private static var enclosing: EnclosingBody?
+    /// The bodies running now, by the thread they run on.
+    private let bodies = Locked(Bodies())
 
     /// Creates a valid token.
     public init() {}
 
     /// Whether bodies submitted through this token still run.
     public var isValid: Bool {
-        state.load(ordering: .acquiring) & 1 == 0
+        !invalid.load(ordering: .acquiring)
     }
 
     /// Makes the token invalid for good: once this returns, no body submitted through the
-    /// token is running or will start.
+    /// token will start, and none is running but the ones this call runs inside.
     ///
     /// Bodies that are running on other threads when it is called finish first: the call waits
-    /// for them (briefly spinning, then sleeping). A body calling it for its own token is not
-    /// waited for. So never call it while holding up a running body of the same token (for
-    /// example from the main thread while that body waits for the main thread), which would
-    /// wait forever.
+    /// for them (briefly spinning, then sleeping). It does not wait for a body it runs inside
+    /// (one running on the calling thread: the caller is that body, or code nested in it, such
+    /// as a task that runs in the body's run loop), nor for a body that is itself in
+    /// `invalidate()` (two bodies invalidating their token at once would otherwise wait for each
+    /// other). So never call it while holding up a running body of the same token from another
+    /// thread (for example from the main thread while that body waits for the main thread),
+    /// which would wait forever.
     public func invalidate() {
-        let before = state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue
-        guard before >> 1 != 0 else {
+        let thread = currentThreadIdentifier
+        let anyRunning = bodies.withLock { bodies in
+            invalid.store(true, ordering: .releasing)
+            // The bodies on this thread enclose the caller: they finish after it returns, and
+            // whoever else waits for the token must not wait for them either.
+            bodies.release(on: thread)
+            return bodies.runningCount > 0
+        }
+        guard anyRunning else {
             return
         }
-        let own = Self.enclosing?.count(of: self, on: currentThreadIdentifier) ?? 0
         var pause = PauseBackoff()
-        while state.load(ordering: .acquiring) >> 1 > own {
+        while bodies.withLock({ $0.runningCount > 0 }) {
             pause.next()
         }
     }
 
     /// Runs `body` unless the token is invalid; deciding and counting it as running is one
-    /// atomic step, so ``invalidate()`` sees every body that started.
+    /// step, so ``invalidate()`` sees every body that started.
     fileprivate func run(_ body: () -> Void) {
-        guard state.update({ $0 & 1 == 0 ? $0 + 2 : nil }).updated else {
+        let thread = currentThreadIdentifier
+        guard bodies.withLock({ $0.start(on: thread, unless: invalid.load(ordering: .relaxed)) }) else {
             return
         }
-        let entry = EnclosingBody(token: self, thread: currentThreadIdentifier, outer: Self.enclosing)
-        defer {
-            entry.end()
-            state.subtract(2, ordering: .releasing)
-        }
-        Self.$enclosing.withValue(entry, operation: body)
+        defer { bodies.withLock { $0.end(on: thread) } }
+        body()
     }
 
     /// Returns an executor that runs bodies on `base` while this token is valid.
@@ -86,41 +85,51 @@ public final class InvalidationToken: Sendable {
     }
 }
 
-/// A body running through a token, the thread it runs on, whether it still runs, and the body
-/// it runs inside, if any.
-private final class EnclosingBody: Sendable {
-    let token: InvalidationToken
-    let thread: UInt
-    let outer: EnclosingBody?
+/// The bodies of a token that are running, by thread: those that ``InvalidationToken/invalidate()``
+/// waits for, and those it does not (the ones that enclose a call to it).
+///
+/// A body runs synchronously on one thread, so while it runs, any code on that thread is nested
+/// in it: counting by thread tells an enclosing body from one running elsewhere, whatever task
+/// the caller is in.
+private struct Bodies: Sendable {
+    /// Bodies running per thread that `invalidate()` waits for.
+    private var running: [UInt: Int] = [:]
 
-    /// Cleared when the body returns: a task that inherited this entry and runs later, on the
-    /// same thread, is not inside the body any more.
-    private let isRunning = Atomic<Bool>(true)
+    /// Bodies running per thread that enclose a call to `invalidate()`: nobody waits for them.
+    private var released: [UInt: Int] = [:]
 
-    init(token: InvalidationToken, thread: UInt, outer: EnclosingBody?) {
-        self.token = token
-        self.thread = thread
-        self.outer = outer
-    }
+    /// How many running bodies `invalidate()` waits for.
+    private(set) var runningCount = 0
 
-    /// Marks the body as returned; on its thread, before the token stops counting it.
-    func end() {
-        isRunning.store(false, ordering: .releasing)
-    }
-
-    /// How many of the bodies from here outwards run through `token` on `thread` right now.
-    ///
-    /// A body on `thread` that still runs encloses the caller, which runs on the same thread;
-    /// one that returned does not, whatever the task-local binding says.
-    func count(of token: InvalidationToken, on thread: UInt) -> UInt {
-        var count: UInt = 0
-        var body: EnclosingBody? = self
-        while let current = body {
-            let encloses = current.token === token && current.thread == thread
-            count += encloses && current.isRunning.load(ordering: .acquiring) ? 1 : 0
-            body = current.outer
+    /// Counts a body starting on `thread`, unless `invalid`; returns whether it may start.
+    mutating func start(on thread: UInt, unless invalid: Bool) -> Bool {
+        guard !invalid else {
+            return false
         }
-        return count
+        running[thread, default: 0] += 1
+        runningCount += 1
+        return true
+    }
+
+    /// Counts a body on `thread` as finished: a released one if any is left there (the
+    /// innermost bodies return first, and a release covers every body on the thread).
+    mutating func end(on thread: UInt) {
+        if let count = released[thread] {
+            released[thread] = count > 1 ? count - 1 : nil
+        } else {
+            let count = running[thread, default: 1]
+            running[thread] = count > 1 ? count - 1 : nil
+            runningCount -= 1
+        }
+    }
+
+    /// Stops waiting for the bodies running on `thread`: they enclose the caller.
+    mutating func release(on thread: UInt) {
+        guard let count = running.removeValue(forKey: thread) else {
+            return
+        }
+        released[thread, default: 0] += count
+        runningCount -= count
     }
 }
 

@@ -197,7 +197,6 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
             }
             body()
         }
-        timeline.withLock { $0.now = max($0.now, end) }
     }
 }
 
@@ -220,9 +219,12 @@ private struct Timeline: Sendable {
         bodies.insert(deadline: max(due, now), body)
     }
 
-    /// Takes the first body due by `end` and moves the clock to its due time.
+    /// Takes the first body due by `end` and moves the clock to its due time; if none is due,
+    /// moves the clock to `end` in the same step, so that a body submitted meanwhile is either
+    /// due by `end` and taken here, or due after `end`.
     mutating func takeFirst(dueBy end: Int) -> (@Sendable () -> Void)? {
         guard let (due, body) = bodies.popFirst(dueBy: end) else {
+            now = max(now, end)
             return nil
         }
         now = max(now, due)

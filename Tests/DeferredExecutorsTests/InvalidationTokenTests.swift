@@ -175,6 +175,59 @@ import Testing
     }
 }
 
+extension InvalidationTokenTests {
+    /// Two bodies of one token that invalidate it at the same time both return: neither waits
+    /// for a body that is itself invalidating (each waited for the other, for good).
+    @Test func twoBodiesInvalidatingTheirTokenAtOnceBothReturn() {
+        let first = ThreadExecutor(name: "invalidates 1")
+        let second = ThreadExecutor(name: "invalidates 2")
+        defer {
+            first.shutdown()
+            second.shutdown()
+        }
+        for _ in 0..<20 {
+            let token = InvalidationToken()
+            let arrived = Counter()
+            let returned = Counter()
+            let both = Deferred<Void>()
+            for executor in [first, second] {
+                token.validating(executor).submit {
+                    arrived.increment()
+                    while arrived.value < 2 {}  // Both bodies run before either invalidates.
+                    token.invalidate()
+                    if returned.increment() == 1 {
+                        both.fill()
+                    }
+                }
+            }
+            #expect(both.wait(until: .now() + 10) != nil, "both calls returned")
+            #expect(!token.isValid)
+        }
+    }
+
+    /// A task that runs inside a body's nested run loop (on the body's thread) runs inside that
+    /// body: its `invalidate()` does not wait for it, which could never finish first.
+    @Test func aTaskRunningInsideABodysRunLoopDoesNotWaitForThatBody() {
+        let executor = ThreadExecutor(name: "nested task")
+        defer { executor.shutdown() }
+        let token = InvalidationToken()
+        let inBody = Deferred<Void>()
+        let bodyReturned = Counter()
+        token.validating(executor).submit {
+            inBody.fill()
+            _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: 1))
+            bodyReturned.increment()
+        }
+        _ = inBody.wait(until: .now() + 10)
+        let invalidated = Deferred<Bool>()
+        Task(executorPreference: executor) {
+            token.invalidate()
+            invalidated.fill(with: bodyReturned.value == 0)
+        }
+        #expect(invalidated.wait(until: .now() + 10) == true, "returned inside the body, at once")
+    }
+}
+
 @Suite struct OwnerScopedCallbackTests {
     final class Screen: Sendable {
         let shown = Deferred<Int>()

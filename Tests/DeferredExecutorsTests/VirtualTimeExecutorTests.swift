@@ -163,28 +163,35 @@ import Testing
     @Test func bodiesSubmittedWhileTheClockAdvancesNeverRunInThePast() {
         let clock = VirtualTimeExecutor()
         let seen = SeenTimes()
+        let advances = Counter()
+        let submittedCount = Counter()
         let submitted = Deferred<Void>()
-        let bodies = TestSize.current.threadRaceRounds * 10
+        let minimum = TestSize.current.threadRaceRounds
         Thread {
-            for index in 0..<bodies {
+            // Submits until the clock has advanced `minimum` times meanwhile, and at least as many
+            // bodies: every advance overlaps submissions, however the threads are scheduled.
+            var index = 0
+            while advances.value < minimum || index < minimum {
                 let submittedAt = clock.elapsed
                 let delay = Duration.nanoseconds(index % 3)
                 clock.submit(after: delay) { seen.record(ranAt: clock.elapsed, dueNoEarlierThan: submittedAt + delay) }
+                submittedCount.increment()
+                index += 1
             }
             submitted.fill()
         }.start()
-        var advances = 0
         while !submitted.isFilled {
             clock.advance(by: .nanoseconds(1))
-            advances += 1
+            advances.increment()
         }
         clock.runUntilIdle()
+        let bodies = submittedCount.value
         let (count, backwards, early) = seen.summary
         progress(
-            "virtual clock under concurrent submission: \(count) bodies over \(advances) advances, \(backwards) ran at an earlier time than the one before, \(early) before their due time"
+            "virtual clock under concurrent submission: \(count) bodies over \(advances.value) advances, \(backwards) ran at an earlier time than the one before, \(early) before their due time"
         )
         #expect(count == bodies)
-        #expect(advances > 10, "the submitter overlapped the advances")
+        #expect(advances.value >= minimum, "the submitter overlapped every advance")
         #expect(backwards == 0, "the clock never went back")
         #expect(early == 0, "no body ran before it was due")
     }
@@ -282,6 +289,50 @@ import Testing
         while !clock.hasPendingWork {
             try await Task.sleep(for: .milliseconds(1))
         }
+    }
+}
+
+extension VirtualTimeExecutorTests {
+    /// A body submitted while an advance ends is due at the time the clock reads when it is
+    /// submitted, plus its delay, and runs at that time: the advance's last look for due bodies
+    /// and its move to the end are one step, so no submission reads the clock between them.
+    @Test func aBodySubmittedAsAnAdvanceEndsRunsAtItsDueTime() {
+        let clock = VirtualTimeExecutor()
+        let late = Counter()
+        let checked = Counter()
+        let stop = Counter()
+        let done = Deferred<Void>()
+        Thread {
+            var submitted = 0
+            while stop.value == 0 && submitted < 50_000 {
+                submitted += 1
+                let before = clock.now
+                let unchanged = Counter()
+                clock.submit(after: .milliseconds(300)) {
+                    // Judged only when the clock read the same before and after the submission,
+                    // so the due time is known exactly.
+                    if unchanged.value == 1 {
+                        checked.increment()
+                        if clock.now != before.advanced(by: .milliseconds(300)) {
+                            late.increment()
+                        }
+                    }
+                }
+                if clock.now == before {
+                    unchanged.increment()
+                }
+            }
+            done.fill()
+        }.start()
+        for _ in 0..<TestSize.current.threadRaceRounds * 5 {
+            clock.advance(by: .seconds(1))
+        }
+        stop.increment()
+        _ = done.wait(until: .now() + 30)
+        clock.runUntilIdle()
+        progress("bodies submitted as advances end: \(checked.value) checked, \(late.value) ran late")
+        #expect(checked.value > 0)
+        #expect(late.value == 0, "no body ran after its due time")
     }
 }
 
