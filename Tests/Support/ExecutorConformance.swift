@@ -134,12 +134,16 @@ public enum ExecutorConformance {
         let under = stoppable.under
         let live = LiveCount()
         let ran = Counter()
-        let gate = Deferred<Void>()
         let blocking = Deferred<Void>()
-        // Keeps the executor busy, so that the delayed body falls due before it can run.
+        let due = Deferred<Void>()
+        // Keeps the executor busy until the stop has taken effect, so that the delayed body falls
+        // due before the stop and cannot run before it.
         under.executor.submit {
             blocking.fill()
-            _ = gate.wait(until: .now() + 30)
+            _ = due.wait(until: .now() + 30)
+            while !stoppable.isStopped() {
+                Thread.sleep(forTimeInterval: 0.000_2)
+            }
         }
         _ = blocking.wait(until: .now() + 30)
         do {
@@ -150,13 +154,12 @@ public enum ExecutorConformance {
             }
         }
         Thread.sleep(forTimeInterval: 0.02)
+        due.fill()
         let stopped = Deferred<Void>()
         Thread {
             stoppable.stop()
             stopped.fill()
         }.start()
-        Thread.sleep(forTimeInterval: 0.01)
-        gate.fill()
         #expect(stopped.wait(until: .now() + 30) != nil, "the stop returned")
         under.idle()
         if stoppable.runsAcceptedBodies {

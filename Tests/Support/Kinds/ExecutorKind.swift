@@ -81,13 +81,13 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
             let thread = ThreadExecutor(name: "conformance.thread")
             return StoppableExecutor(
                 under: ExecutorUnderTest(thread, scheduling: thread), runsAcceptedBodies: true,
-                stop: { _ = thread.shutdown().wait(until: .now() + 30) })
+                stop: { _ = thread.shutdown().wait(until: .now() + 30) }, isStopped: { thread.isShutDown })
         case .invalidating:
             let queue = DispatchQueue(label: "conformance.invalidating")
             let token = InvalidationToken()
             return StoppableExecutor(
                 under: ExecutorUnderTest(token.validating(queue), scheduling: token.validating(queue)),
-                runsAcceptedBodies: false, stop: token.invalidate)
+                runsAcceptedBodies: false, stop: token.invalidate, isStopped: { !token.isValid })
         default:
             return nil
         }
@@ -125,6 +125,9 @@ public struct StoppableExecutor: Sendable {
 
     /// Stops it; returns once no accepted body is left to start, when the kind promises that.
     public let stop: @Sendable () -> Void
+
+    /// Whether the stop has taken effect (new bodies are refused), even if it has not returned.
+    public let isStopped: @Sendable () -> Bool
 }
 
 /// An executor under test, with the scheduling executor that `delay` and `timeout` use beside
