@@ -92,7 +92,7 @@ public enum ExecutorConformance {
     ///
     /// The task inherits the body's task-local record and may run later on the same thread,
     /// once the body has returned; it must not count itself as that body.
-    public static func checkInvalidateFromATaskStartedInABody(_ under: ExecutorUnderTest, rounds: Int = 20) async {
+    public static func checkInvalidateFromATaskStartedInABody(_ under: ExecutorUnderTest, rounds: Int = 10) async {
         var returnedEarly = 0
         for _ in 0..<rounds {
             let token = InvalidationToken()
