@@ -110,17 +110,22 @@ public enum ExecutorConformance {
                     token.invalidate()
                     sawOtherRunning.fill(with: otherFinished.value == 0)
                 }
-                if let preferred = under.executor as? any TaskExecutor {
-                    Task(executorPreference: preferred) { await invalidate() }
-                } else {
-                    Task { await invalidate() }
-                }
+                // On a thread executor, the task runs on the body's own thread once the body has
+                // returned (the shape that inherited the body's record); elsewhere on a thread of
+                // its own, not in the shared pool, which other tests may keep busy for long under
+                // a sanitizer.
+                let preferred = (under.executor as? any TaskExecutor) ?? taskThread
+                Task(executorPreference: preferred) { await invalidate() }
             }
             #expect(await under.settleSuspending(within: .seconds(30)) { sawOtherRunning.isFilled })
             returnedEarly += sawOtherRunning.peek() == true ? 1 : 0
         }
         #expect(returnedEarly == 0, "invalidate() returned while another body of the token ran")
     }
+
+    /// Where the tasks of ``checkInvalidateFromATaskStartedInABody(_:rounds:)`` run when the
+    /// executor under test cannot run them.
+    private static let taskThread = ThreadExecutor(name: "conformance.tasks")
 
     /// `base` behind `token`.
     private static func validating(_ base: some Executor, by token: InvalidationToken) -> any Executor {
