@@ -5,9 +5,9 @@ import PackageDescription
 // library itself keeps zero dependencies.
 //
 // - `swift run -c release deferred-bench` prints the comparison table (time and allocations
-//   per operation); `--quick` runs a small size, `--check` enforces the allocation budgets.
-// - `Scripts/count-atomics S11` counts instructions, atomic read-modify-writes and reference
-//   counting per operation of one scenario with callgrind (`deferred-probe` runs it alone).
+//   per operation); `--quick` runs a small size, `--counts` adds instructions and atomic
+//   read-modify-writes per operation from callgrind (`Scripts/callgrind-counts`), `--check`
+//   enforces the budgets.
 // - `swift package --disable-sandbox benchmark` runs the same scenarios under
 //   ordo-one/benchmark, with its malloc and latency metrics.
 
@@ -22,7 +22,6 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "deferred-bench", targets: ["DeferredBench"]),
-        .executable(name: "deferred-probe", targets: ["DeferredProbe"]),
     ],
     dependencies: [
         .package(name: "Deferred", path: ".."),
@@ -50,14 +49,6 @@ let package = Package(
             dependencies: [
                 "BenchmarkScenarios",
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "DeferredProbe",
-            dependencies: [
-                .product(name: "Deferred", package: "Deferred"),
-                .product(name: "DeferredExecutors", package: "Deferred"),
             ],
             swiftSettings: swiftSettings
         ),

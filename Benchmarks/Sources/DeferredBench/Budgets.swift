@@ -2,11 +2,12 @@ import BenchmarkScenarios
 import Deferred
 import Dispatch
 
-/// An allocation budget that `--check` enforces: deterministic counts, not times.
+/// A budget that `--check` enforces: deterministic counts (allocations, or instructions and
+/// atomics from callgrind), not times.
 struct Budget {
     /// What is counted.
     let name: String
-    /// The most allocations (or bytes) per operation allowed.
+    /// The most allocations, bytes, instructions or atomics per operation allowed.
     let limit: Double
     /// Measures the figure per operation.
     let measure: () -> Double
@@ -25,14 +26,32 @@ private func allocationsPerOperation(_ body: (Int) -> Void) -> Double {
     return Double(count) / Double(checkedOperations)
 }
 
-/// The budgets, taken from the performance targets; `results` supplies the scenario figures.
-func budgets(_ results: [ScenarioResults]) -> [Budget] {
+/// The most instructions and atomic read-modify-writes per operation of the hot paths.
+///
+/// As counted by `deferred-bench --counts`, with about 3 % of headroom on instructions: a change
+/// that adds reference counting or a detour to one of them fails CI. The counts include the
+/// benchmark's own loop and its sink (one atomic add a handler), and depend on the toolchain and
+/// glibc: after upgrading either, re-measure and set them anew. Measured on 2026-11-25 (Swift
+/// 6.3.1, glibc 2.36): S1 641 · 4, S2 802 · 6, S3 223 · 3.44, S4 1,209 · 7.01, S10 768 · 7,
+/// S11 1,403 · 10.03.
+let countedBudgets: [(scenario: String, instructions: Double, atomics: Double)] = [
+    ("S1", 660, 4),
+    ("S2", 826, 6),
+    ("S3", 230, 3.5),
+    ("S4", 1_245, 7.05),
+    ("S10", 790, 7),
+    ("S11", 1_445, 10.05),
+]
+
+/// The budgets, taken from the performance targets; `results` supplies the scenario figures,
+/// with callgrind's counts where `counted`.
+func budgets(_ results: [ScenarioResults], counted: Bool) -> [Budget] {
     func scenario(_ id: String, _ figure: @escaping (Result) -> Double) -> () -> Double {
         {
             results.first { $0.scenario.id == id }?.results[.deferred].map(figure) ?? .infinity
         }
     }
-    return [
+    let allocationBudgets = [
         Budget(
             name: "S1 create + fill + upon: allocations per op", limit: 1,
             measure: scenario("S1", \.allocationsPerOperation)),
@@ -82,6 +101,17 @@ func budgets(_ results: [ScenarioResults]) -> [Budget] {
             return allocationsPerOperation { _ in consume(filled.wait(until: .distantFuture) ?? 0) }
         },
     ]
+    let countBudgets = countedBudgets.flatMap { id, instructions, atomics in
+        [
+            Budget(
+                name: "\(id): instructions per op (callgrind)", limit: instructions,
+                measure: scenario(id) { $0.counts?.instructions ?? .infinity }),
+            Budget(
+                name: "\(id): atomic read-modify-writes per op (callgrind)", limit: atomics,
+                measure: scenario(id) { $0.counts?.atomics ?? .infinity }),
+        ]
+    }
+    return allocationBudgets + (counted ? countBudgets : [])
 }
 
 @Sendable

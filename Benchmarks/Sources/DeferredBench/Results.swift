@@ -13,6 +13,8 @@ struct Result: Sendable {
     var cpuPerOperation: [Double] = []
     /// The longest round of each timed run, in the scenario's unit, where rounds are timed.
     var worstRounds: [Double] = []
+    /// Instructions, atomics and reference counting per operation, where callgrind counted them.
+    var counts: Counts?
 
     /// The median processor time per operation.
     var medianCPU: Double {
@@ -48,7 +50,7 @@ struct Result: Sendable {
 struct ScenarioResults: Sendable {
     let scenario: Scenario
     let operations: Int
-    let results: [Implementation: Result]
+    var results: [Implementation: Result]
 }
 
 extension Duration {

@@ -34,6 +34,20 @@ func waitingTable(_ all: [ScenarioResults]) -> String {
     }
 }
 
+/// Renders callgrind's counts per operation, ratios of atomics to Deferred's.
+func countsTable(_ all: [ScenarioResults]) -> String {
+    render(all.filter { $0.results[.deferred]?.counts != nil }) { result, _, ours, isOurs in
+        guard let counts = result.counts else {
+            return "—"
+        }
+        var text = "\(format(counts.instructions)) instr · \(format(counts.atomics)) atomics"
+        if !isOurs, let ours = ours?.counts, ours.atomics > 0 {
+            text += " (\(format(counts.atomics / ours.atomics))×)"
+        }
+        return text + " · \(format(counts.referenceCounting)) rc"
+    }
+}
+
 private func render(
     _ all: [ScenarioResults],
     cell: (Result, Unit, Result?, Bool) -> String

@@ -7,12 +7,17 @@ import Synchronization
 // process, printed as one table. See Docs/Performance.md.
 
 let usage = """
-    usage: deferred-bench [--quick] [--check] [--runs N] [--only S1,S4,...]
+    usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...]
 
       --quick     small sizes, for CI: checks that everything runs, not how fast
-      --check     fail unless Deferred meets its allocation budgets (deterministic counts)
+      --counts    also count instructions, atomic read-modify-writes and retain/release calls
+                  per operation under callgrind (Linux, needs valgrind; deterministic)
+      --check     fail unless Deferred meets its budgets: allocations, and (counted as with
+                  --counts) instructions and atomics
       --runs N    timed runs per implementation (default 7, or 3 with --quick)
       --only IDS  run only these scenarios
+
+    deferred-bench --probe ID IMPLEMENTATION N runs one scenario alone for callgrind-counts.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -20,8 +25,25 @@ if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
     exit(0)
 }
+if let index = arguments.firstIndex(of: "--probe") {
+    let rest = arguments[(index + 1)...]
+    guard rest.count == 3, let scenario = Scenario.all.first(where: { $0.id == rest[rest.startIndex] }),
+        let implementation = Implementation(rawValue: rest[rest.startIndex + 1]),
+        let operations = Int(rest[rest.startIndex + 2]), operations > 0
+    else {
+        print(usage)
+        exit(2)
+    }
+    // On the main thread, and no other started: a process that never started a thread keeps
+    // glibc's allocator on its single-threaded path, without atomics, so the counts show the
+    // implementation's own atomics; what allocation costs shows in the allocations instead.
+    // The counted scenarios do not recurse, so the main thread's stack is enough.
+    probe(scenario, implementation, operations: operations)
+    exit(0)
+}
 let quick = arguments.contains("--quick")
 let check = arguments.contains("--check")
+let counting = arguments.contains("--counts") || check
 var runs = quick ? 3 : 7
 var only: Set<String>?
 if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, let value = Int(arguments[index + 1]),
@@ -89,21 +111,63 @@ func measureAll(_ scenarios: [Scenario], quick: Bool, runs: Int) -> [ScenarioRes
     return allResults
 }
 
-// OpenCombine recurses a few frames per operator when it subscribes, so a 1,000-stage chain
-// (S4) needs more than the 8 MB of a main thread. Every implementation runs on one thread
-// with a large stack, so all get the same room.
+/// Adds callgrind's counts to every counted scenario's results.
+func addCounts(to all: inout [ScenarioResults]) throws(CountingError) {
+    let counter = try Counter()
+    defer { counter.remove() }
+    for index in all.indices where countedScenarios.contains(all[index].scenario.id) {
+        let scenario = all[index].scenario
+        for implementation in countedImplementations where scenario.trials[implementation] != nil {
+            // Counts are per operation and deterministic, so the quick size is enough.
+            let counts = try counter.count(scenario, implementation, operations: scenario.quickSize)
+            all[index].results[implementation, default: Result()].counts = counts
+        }
+        progress("\(scenario.id): counted under callgrind")
+    }
+}
+
+/// Runs `body` on a thread with a 512 MB stack and waits for it.
+///
+/// OpenCombine recurses a few frames per operator when it subscribes, so a 1,000-stage chain
+/// (S4) needs more than the 8 MB of a main thread. Every implementation runs on one thread
+/// with a large stack, so all get the same room.
+func onLargeStack(_ body: @escaping @Sendable () -> Void) {
+    let finished = DispatchSemaphore(value: 0)
+    let worker = Thread {
+        body()
+        finished.signal()
+    }
+    worker.stackSize = 512 << 20
+    worker.start()
+    finished.wait()
+}
+
 let selected = Scenario.all.filter { only?.contains($0.id) ?? true }
 let measured = Mutex<[ScenarioResults]>([])
-let finished = DispatchSemaphore(value: 0)
-let worker = Thread { [quick, runs] in
+onLargeStack { [quick, runs] in
     let results = measureAll(selected, quick: quick, runs: runs)
     measured.withLock { $0 = results }
-    finished.signal()
 }
-worker.stackSize = 512 << 20
-worker.start()
-finished.wait()
-let allResults = measured.withLock { $0 }
+var allResults = measured.withLock { $0 }
+var counted = false
+if counting {
+    do {
+        try addCounts(to: &allResults)
+        counted = true
+    } catch {
+        #if os(Linux)
+            print("deferred-bench: \(error)")
+            exit(1)
+        #else
+            // Callgrind runs on Linux only: elsewhere `--check` checks the allocation budgets.
+            guard !arguments.contains("--counts") else {
+                print("deferred-bench: \(error)")
+                exit(1)
+            }
+            progress("deferred-bench: \(error); checking the allocation budgets only")
+        #endif
+    }
+}
 
 let processors = ProcessInfo.processInfo.activeProcessorCount
 print("Deferred benchmarks: median of \(runs) runs\(quick ? " (quick sizes)" : ""), \(processors) cores")
@@ -124,18 +188,26 @@ if !waiting.isEmpty {
     print()
     print(waitingTable(waiting))
 }
+if counted {
+    print()
+    print("Counted under callgrind (deterministic), per operation: instructions · atomic read-modify-writes")
+    print("(ratio to Deferred) · calls to retain and release. Each handler's hand-off to the benchmark's")
+    print("sink is one atomic add, for every implementation alike.")
+    print()
+    print(countsTable(allResults))
+}
 
 if check {
     print()
     var failures = 0
-    for budget in budgets(allResults) {
+    for budget in budgets(allResults, counted: counted) {
         let figure = budget.measure()
         let passed = figure <= budget.limit + 1e-9
         failures += passed ? 0 : 1
         print("\(passed ? "ok  " : "FAIL") \(budget.name): \(format(figure)) (budget \(format(budget.limit)))")
     }
     if failures > 0 {
-        print("\(failures) allocation budget(s) exceeded")
+        print("\(failures) budget(s) exceeded")
         exit(1)
     }
 }

@@ -95,9 +95,6 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     @inlinable
     @discardableResult
     public func fill(with value: Value) -> Bool {
-        guard case .storage(let storage) = source else {
-            return false
-        }
-        return storage.fill(value)
+        source.fill(value)
     }
 }

@@ -26,6 +26,19 @@ internal enum FutureSource<Value: Sendable>: Sendable {
         }
     }
 
+    /// Fills the storage, if this source is one that is not filled yet.
+    ///
+    /// A method of the source rather than a `guard case` in `Deferred.fill`: matching here, on a
+    /// borrowed `self`, binds the storage without the retain and release that copying it out of
+    /// the enum costs (two of S1's atomic read-modify-writes).
+    @inlinable
+    internal func fill(_ value: Value) -> Bool {
+        switch self {
+        case .storage(let storage): storage.fill(value)
+        case .filled, .never, .erased: false
+        }
+    }
+
     @inlinable
     internal func peek() -> Value? {
         switch self {

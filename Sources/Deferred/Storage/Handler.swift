@@ -48,9 +48,9 @@ internal enum Handler<Value: Sendable> {
         case .callback(let executor, let body):
             executor.submit { body(value) }
         case .link(let node, let step):
-            step(node, value, &queue)
+            queue.runStep(of: node) { node, queue in step(node, value, &queue) }
         case .sourcedLink(let node, let step):
-            step(source, node, value, &queue)
+            queue.runStep(of: node) { node, queue in step(source, node, value, &queue) }
         case .sourcedCallback(let executor, let body):
             if executor.runsInPlace {
                 body(source, value)
