@@ -2,7 +2,9 @@ import BenchmarkScenarios
 
 /// Renders results as one Markdown table: a row per scenario, a column per implementation.
 ///
-/// A timed cell reads `median (ratio to Deferred) · allocations per operation`; a memory
+/// A timed cell reads `median ±spread (ratio to Deferred) · allocations per operation`, the
+/// spread being half the distance from the fastest run to the slowest, in percent of the median;
+/// a memory
 /// cell reads `bytes per future · allocations per future`.
 func table(_ all: [ScenarioResults]) -> String {
     render(all) { result, unit, ours, isOurs in cell(result, unit: unit, ours: ours, isOurs: isOurs) }
@@ -36,7 +38,7 @@ func waitingTable(_ all: [ScenarioResults]) -> String {
 
 /// Renders callgrind's counts per operation, ratios of atomics to Deferred's.
 func countsTable(_ all: [ScenarioResults]) -> String {
-    render(all.filter { $0.results[.deferred]?.counts != nil }) { result, _, ours, isOurs in
+    render(all.filter { $0.results[.deferred]?.counts != nil }, showingUnit: false) { result, _, ours, isOurs in
         guard let counts = result.counts else {
             return "—"
         }
@@ -50,6 +52,7 @@ func countsTable(_ all: [ScenarioResults]) -> String {
 
 private func render(
     _ all: [ScenarioResults],
+    showingUnit: Bool = true,
     cell: (Result, Unit, Result?, Bool) -> String
 ) -> String {
     let implementations = Implementation.allCases
@@ -60,7 +63,9 @@ private func render(
     for scenarioResults in all {
         let scenario = scenarioResults.scenario
         let ours = scenarioResults.results[.deferred]
-        let heading = "\(scenario.id) \(scenario.title) (\(scenario.unit.symbol)/\(scenario.operation))"
+        let heading =
+            "\(scenario.id) \(scenario.title) ("
+            + (showingUnit ? "\(scenario.unit.symbol)/\(scenario.operation))" : "per \(scenario.operation))")
         let cells = implementations.map { implementation -> String in
             guard let result = scenarioResults.results[implementation] else {
                 return "—"
@@ -78,6 +83,10 @@ private func cell(_ result: Result, unit: Unit, ours: Result?, isOurs: Bool) -> 
         return "\(format(result.bytesPerOperation)) B · \(allocations)"
     }
     var text = format(result.median) + " " + unit.symbol
+    if result.perOperation.count > 1, result.median > 0 {
+        let spread = (result.perOperation.max()! - result.perOperation.min()!) / 2 / result.median * 100
+        text += " ±\(Int(spread.rounded()))%"
+    }
     if !isOurs, let ours, ours.median > 0 {
         text += " (\(format(result.median / ours.median))×)"
     }

@@ -7,7 +7,8 @@ import Synchronization
 // process, printed as one table. See Docs/Performance.md.
 
 let usage = """
-    usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...]
+    usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...] [--update-docs]
+           deferred-bench --check-docs
 
       --quick     small sizes, for CI: checks that everything runs, not how fast
       --counts    also count instructions, atomic read-modify-writes and retain/release calls
@@ -16,6 +17,10 @@ let usage = """
                   --counts) instructions and atomics
       --runs N    timed runs per implementation (default 7, or 3 with --quick)
       --only IDS  run only these scenarios
+      --update-docs  after a full run of every scenario, rewrite the generated figures of
+                  README.md and Docs/Performance.md from it (implies --counts)
+      --check-docs   run nothing; fail if a ratio in README.md or Docs/Performance.md differs by
+                  more than 10 % from the table of the run that generated them
 
     deferred-bench --probe ID IMPLEMENTATION N runs one scenario alone for callgrind-counts.
     """
@@ -41,9 +46,23 @@ if let index = arguments.firstIndex(of: "--probe") {
     probe(scenario, implementation, operations: operations)
     exit(0)
 }
+if arguments.contains("--check-docs") {
+    do {
+        let problems = try checkDocs()
+        for problem in problems {
+            print(problem)
+        }
+        print(problems.isEmpty ? "The docs' ratios match their generated table." : "\(problems.count) problem(s)")
+        exit(problems.isEmpty ? 0 : 1)
+    } catch {
+        print("deferred-bench: \(error)")
+        exit(1)
+    }
+}
 let quick = arguments.contains("--quick")
 let check = arguments.contains("--check")
-let counting = arguments.contains("--counts") || check
+let updatingDocs = arguments.contains("--update-docs")
+let counting = arguments.contains("--counts") || check || updatingDocs
 var runs = quick ? 3 : 7
 var only: Set<String>?
 if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, let value = Int(arguments[index + 1]),
@@ -54,6 +73,12 @@ if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, 
 if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
     only = Set(arguments[index + 1].split(separator: ",").map { $0.uppercased() })
 }
+if updatingDocs, quick || only != nil {
+    print("deferred-bench: --update-docs needs a full run of every scenario (no --quick, no --only)")
+    exit(2)
+}
+let loadBefore = RunContext.load()
+let started = ContinuousClock.now
 
 /// Writes a progress line to standard error, keeping standard output for the table.
 func progress(_ message: String) {
@@ -208,6 +233,19 @@ if check {
     }
     if failures > 0 {
         print("\(failures) budget(s) exceeded")
+        exit(1)
+    }
+}
+
+if updatingDocs {
+    let minutes = (ContinuousClock.now - started).seconds / 60
+    let context = RunContext.describe(loadBefore: loadBefore, runs: runs, minutes: minutes)
+    do {
+        try updateDocs(generatedRegions(allResults, context: context))
+        print()
+        print("Updated the generated figures of \(documentedFiles.joined(separator: " and ")).")
+    } catch {
+        print("deferred-bench: cannot update the docs: \(error)")
         exit(1)
     }
 }

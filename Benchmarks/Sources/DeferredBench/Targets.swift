@@ -1,0 +1,95 @@
+import BenchmarkScenarios
+
+/// A performance target of the project, checked against one run's figures.
+struct Target: Sendable {
+    /// The scenario it is about.
+    let scenario: String
+    /// What it asks, as the docs print it.
+    let text: String
+    /// Each figure the target limits: what it is, the figure from the run, and the limit.
+    let limits: @Sendable (ScenarioResults) -> [(name: String, figure: Double, limit: Double)]
+}
+
+extension ScenarioResults {
+    /// Deferred's median time over `peer`'s, in this run.
+    func ratio(to peer: Implementation) -> Double {
+        guard let ours = results[.deferred]?.median, let theirs = results[peer]?.median, theirs > 0 else {
+            return .nan
+        }
+        return ours / theirs
+    }
+
+    /// Deferred's median longest round over `peer`'s, in this run.
+    func worstRoundRatio(to peer: Implementation) -> Double {
+        guard let ours = results[.deferred]?.medianWorstRound, let theirs = results[peer]?.medianWorstRound,
+            theirs > 0
+        else {
+            return .nan
+        }
+        return ours / theirs
+    }
+
+    /// Deferred's figures in this run.
+    var ours: Result {
+        results[.deferred] ?? Result()
+    }
+}
+
+/// The targets of `shared/BENCHMARKS.md` and of the issues that set them, as the docs print them.
+let targets: [Target] = [
+    Target(scenario: "S1", text: "S1 ≤ 1 allocation, ≤ 4 atomics and ≤ 0.30× NIO per op") {
+        [
+            ("allocations", $0.ours.allocationsPerOperation, 1), ("atomics", $0.ours.counts?.atomics ?? .nan, 4),
+            ("× NIO", $0.ratio(to: .nio), 0.30),
+        ]
+    },
+    Target(scenario: "S2", text: "S2 ≤ 2 allocations and ≤ 0.7× NIO per op") {
+        [("allocations", $0.ours.allocationsPerOperation, 2), ("× NIO", $0.ratio(to: .nio), 0.7)]
+    },
+    Target(scenario: "S3", text: "S3 per handler ≤ 1.0× NIO and ≤ 1.2× naive") {
+        [("× NIO", $0.ratio(to: .nio), 1.0), ("× naive", $0.ratio(to: .naive), 1.2)]
+    },
+    Target(scenario: "S4", text: "S4 per stage ≤ 9 atomics and ≤ 0.5× NIO") {
+        [("atomics", $0.ours.counts?.atomics ?? .nan, 9), ("× NIO", $0.ratio(to: .nio), 0.5)]
+    },
+    Target(scenario: "S5", text: "S5 per element ≤ 0.5× NIO") {
+        [("× NIO", $0.ratio(to: .nio), 0.5)]
+    },
+    Target(scenario: "S6", text: "S6 idle ≤ 0.6× naive, longest round ≤ 1.5× naive's") {
+        [("× naive", $0.ratio(to: .naive), 0.6), ("longest round × naive's", $0.worstRoundRatio(to: .naive), 1.5)]
+    },
+    Target(scenario: "S8", text: "S8 ≤ 1.2× Continuation") {
+        [("× Continuation", $0.ratio(to: .continuation), 1.2)]
+    },
+    Target(scenario: "S9", text: "S9 ≤ 96 bytes per unfilled future with one handler") {
+        [("bytes", $0.ours.bytesPerOperation, 96)]
+    },
+    Target(scenario: "S10", text: "S10 ≤ 2 allocations and ≤ 0.45× NIO per op") {
+        [("allocations", $0.ours.allocationsPerOperation, 2), ("× NIO", $0.ratio(to: .nio), 0.45)]
+    },
+    Target(scenario: "S11", text: "S11 per stage 1 allocation, ≤ 11 atomics and ≤ 0.7× NIO") {
+        [
+            ("allocations", $0.ours.allocationsPerOperation, 1.01), ("atomics", $0.ours.counts?.atomics ?? .nan, 11),
+            ("× NIO", $0.ratio(to: .nio), 0.7),
+        ]
+    },
+]
+
+/// Renders the targets as a Markdown table: each figure of the run next to its limit.
+func targetsTable(_ all: [ScenarioResults]) -> String {
+    var lines = ["| target | this run | met |", "|---|---|---|"]
+    for target in targets {
+        guard let results = all.first(where: { $0.scenario.id == target.scenario }) else {
+            continue
+        }
+        let limits = target.limits(results)
+        let figures = limits.map { name, figure, _ in
+            name.hasPrefix("×") || name.hasPrefix("longest")
+                ? "\(format(figure))\(name.hasPrefix("×") ? name : " (\(name))")"
+                : "\(format(figure)) \(figure == 1 && name.hasSuffix("s") ? String(name.dropLast()) : name)"
+        }
+        let met = limits.allSatisfy { $0.figure <= $0.limit + 1e-9 }
+        lines.append("| \(target.text) | \(figures.joined(separator: ", ")) | \(met ? "yes" : "**no**") |")
+    }
+    return lines.joined(separator: "\n")
+}
