@@ -175,9 +175,8 @@ extension Attempt {
         _ derived: AttemptNode<NewSuccess, NewFailure>,
         _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) -> Attempt<NewSuccess, NewFailure> {
-        var queue = DrainQueue()
-        node.link(derived, in: &queue, step)
-        queue.drain()
+        // A drain queue only where the step runs now: storing the link needs none.
+        node.add(.sourcedLink(derived, step))
         return Attempt<NewSuccess, NewFailure>(node: derived)
     }
 }

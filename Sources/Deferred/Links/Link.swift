@@ -20,9 +20,15 @@ extension FutureProtocol {
     /// This is the one place a combinator starts a drain: it owns the trampoline.
     @inlinable
     internal func link(_ node: ChainNode, _ step: @escaping LinkStep<Value>) {
-        var queue = DrainQueue()
-        addLink(node, in: &queue, step)
-        queue.drain()
+        if let future = self as? Future<Value> {
+            future.source.link(node, step)
+        } else if let deferred = self as? Deferred<Value> {
+            deferred.source.link(node, step)
+        } else {
+            var queue = DrainQueue()
+            addLink(node, in: &queue, step)
+            queue.drain()
+        }
     }
 
     /// Adds a link step through the caller's running queue, taking the lock-free path when

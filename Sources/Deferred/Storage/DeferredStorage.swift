@@ -143,12 +143,18 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// `false` result never returns `nil`.
     @inlinable
     internal final func fill(_ newValue: Value) -> Bool {
-        var queue = DrainQueue()
-        guard resolve(newValue, in: &queue) else {
+        guard claimFill() else {
             awaitPublication()
             return false
         }
-        queue.drain()
+        // A drain queue only where handlers wait: making and destroying an empty one costs
+        // some 50 instructions, a tenth of a fill with no handler yet.
+        let taken = storeValue(newValue)
+        if taken.hasPendingHandlers {
+            var queue = DrainQueue()
+            queue.runHandlers(of: self, taken: taken)
+            queue.drain()
+        }
         return true
     }
 
@@ -192,13 +198,20 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// pending handlers through `queue`.
     @inlinable
     internal final func publish(_ newValue: Value, in queue: inout DrainQueue) {
-        value = Slot(newValue)
-        let taken = StorageState(
-            rawValue: state.bitwiseOr(StorageState.filledBit, ordering: .acquiringAndReleasing).oldValue
-        )
+        let taken = storeValue(newValue)
         if taken.hasPendingHandlers {
             queue.runHandlers(of: self, taken: taken)
         }
+    }
+
+    /// Writes the value of a fill that ``claimFill()`` won and makes it visible; returns the
+    /// state before, whose pending handlers the caller must run.
+    @inlinable
+    internal final func storeValue(_ newValue: Value) -> StorageState {
+        value = Slot(newValue)
+        return StorageState(
+            rawValue: state.bitwiseOr(StorageState.filledBit, ordering: .acquiringAndReleasing).oldValue
+        )
     }
 
     /// Runs the handlers a fill took out of the state word.
