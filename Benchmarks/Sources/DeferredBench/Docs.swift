@@ -96,11 +96,27 @@ struct RunContext {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// The peers' versions, from the benchmarks' Package.resolved.
+    private static func peerVersions() -> String {
+        let resolved = repositoryRoot.appendingPathComponent("Benchmarks/Package.resolved")
+        guard let data = try? Data(contentsOf: resolved),
+            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let pins = root["pins"] as? [[String: Any]]
+        else {
+            return "peer versions unknown"
+        }
+        let version = { (identity: String) -> String in
+            let pin = pins.first { $0["identity"] as? String == identity }
+            return (pin?["state"] as? [String: Any])?["version"] as? String ?? "?"
+        }
+        return "swift-nio \(version("swift-nio")), OpenCombine \(version("opencombine"))"
+    }
+
     /// One paragraph saying where, when and how the figures were measured.
     var paragraph: String {
         """
-        Measured on \(date) at commit \(commit): \(machine), release build, swift-nio 2.101, \
-        OpenCombine 0.14; one run of `deferred-bench --counts` (\(format(minutes)) minutes), each \
+        Measured on \(date) at commit \(commit): \(machine), release build, \(Self.peerVersions()); \
+        one run of `deferred-bench --update-docs` (\(format(minutes)) minutes), each \
         cell the median of \(runs) timed runs, ± half their spread (fastest to slowest) in percent \
         of the median. Load average \(format(loadBefore)) before the run and \(format(loadAfter)) \
         after. Counts come from callgrind and do not depend on load.

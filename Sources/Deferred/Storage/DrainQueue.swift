@@ -59,16 +59,21 @@ internal struct DrainQueue {
     /// A step that completes its own node parks it here, and the parked entry takes this
     /// reference instead of retaining the node and releasing the handler's copy after the step:
     /// two atomic read-modify-writes fewer a stage of a chain. Otherwise the reference is
-    /// released once the step returns, as the handler's would be. Steps on one queue never
-    /// nest: a step parks what it completes and returns.
+    /// released once the step returns, as the handler's would be.
+    ///
+    /// Steps nest: a step that follows a filled future runs that future's link at once, and a
+    /// queue that is not running yet runs a completed node's handlers in place. So the outer
+    /// step's reference is set aside for the inner step and put back after, and each step's
+    /// node stays held until its own step returns.
     @inlinable
     internal mutating func runStep(of node: consuming ChainNode, _ body: (ChainNode, inout DrainQueue) -> Void) {
         let reference = Unmanaged.passUnretained(node)
+        let outer = handedOver.take()
         handedOver = consume node
         // Sound: the node stays alive through the step, held by `handedOver` or by the entry
         // that took it, which runs only once the step has returned.
         reference._withUnsafeGuaranteedRef { body($0, &self) }
-        handedOver = nil
+        handedOver = consume outer
     }
 
     /// Queues `entry` behind every storage parked before it.
