@@ -145,8 +145,9 @@ func generatedRegions(_ all: [ScenarioResults], context: RunContext) -> [String:
             + "sink is one atomic add, for every implementation alike:",
         countsTable(counted),
     ]
+    let bytes = all.first { $0.scenario.id == "S9" }.map { format($0.ours.bytesPerOperation) } ?? "?"
     let readme = """
-        One allocation per unfilled future (96 bytes with its first handler), none for filled ones, \
+        One allocation per unfilled future (\(bytes) bytes with its first handler, S9), none for filled ones, \
         and lock-free filling. In the run of \(context.date) (\(context.machine.split(separator: ",")[0]), \
         median of \(context.runs)), next to swift-nio's `EventLoopFuture`: create + fill + upon (S1) \
         takes \(figure("S1", .nio))× NIO's time, a stage of a 1,000-stage `map` chain (S4) \
