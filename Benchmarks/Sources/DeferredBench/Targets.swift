@@ -86,7 +86,7 @@ func targetsTable(_ all: [ScenarioResults]) -> String {
         let figures = limits.map { name, figure, _ in
             name.hasPrefix("×") || name.hasPrefix("longest")
                 ? "\(format(figure))\(name.hasPrefix("×") ? name : " (\(name))")"
-                : "\(format(figure)) \(figure == 1 && name.hasSuffix("s") ? String(name.dropLast()) : name)"
+                : "\(format(figure)) \(format(figure) == "1" && name.hasSuffix("s") ? String(name.dropLast()) : name)"
         }
         let met = limits.allSatisfy { $0.figure <= $0.limit + 1e-9 }
         lines.append("| \(target.text) | \(figures.joined(separator: ", ")) | \(met ? "yes" : "**no**") |")
