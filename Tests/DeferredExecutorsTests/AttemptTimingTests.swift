@@ -21,7 +21,7 @@ import Testing
         let startedAt = OrderRecorder(count: 4)
         let times = TimeLog(clock: clock)
         let result = Attempt<Int, TestError>.retry(
-            count: 3,
+            attempts: 4,
             delay: .seconds(1),
             on: clock,
             backoff: .exponential()
@@ -44,7 +44,7 @@ import Testing
     @Test func cancellingDuringTheWaitStopsFurtherRetries() {
         let clock = VirtualTimeExecutor()
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(count: 3, delay: .seconds(1), on: clock) {
+        let result = Attempt<Int, TestError>.retry(attempts: 4, delay: .seconds(1), on: clock) {
             Attempt(failure: .failed(tries.increment()))
         }
         result.cancel()

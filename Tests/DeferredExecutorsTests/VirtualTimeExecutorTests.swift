@@ -273,7 +273,7 @@ import Testing
         let calls = OrderRecorder(count: 8)  // events by the second each try starts at
         let started = ContinuousClock.now
         let reply = Attempt<Int, TestError>.retry(
-            count: 3, delay: .seconds(1), on: clock, backoff: .exponential()
+            attempts: 4, delay: .seconds(1), on: clock, backoff: .exponential()
         ) {
             calls.record(Int(clock.elapsed.components.seconds))
             return calls.order.count < 4 ? Attempt(failure: .failed(0)) : Attempt(success: 42)

@@ -45,6 +45,22 @@ extension StressSuites {
             }
         #endif
 
+        #if EXIT_TESTS  // a test in a child process; CI runs this suite in a release build too
+            /// A retry that may not start the work even once is a mistake in the call, stopped
+            /// with a message in every build.
+            @Test func aRetryOfNoAttemptsStopsTheProgramInEveryBuild() async {
+                let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                    _ = Attempt<Int, any Error>.retry(attempts: 0, on: DispatchQueue.global()) {
+                        Attempt(success: 1)
+                    }
+                }
+                let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+                #expect(
+                    message.contains(
+                        "Attempt.retry(attempts: 0): attempts counts every start of the work and must be at least 1"))
+            }
+        #endif
+
         /// The main queue is recognised as blocked only on the main queue itself. (An exit test
         /// cannot show the trap on the main queue: nothing drains it in the child process.)
         @Test func theMainQueueKnowsWhenTheCallerBlocksIt() async {

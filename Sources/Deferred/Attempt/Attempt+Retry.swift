@@ -1,7 +1,7 @@
 /// How the delay between retries grows.
 ///
 /// ```swift
-/// Attempt.retry(count: 4, delay: .milliseconds(100), on: queue, backoff: .exponential()) { api.fetch() }
+/// Attempt.retry(attempts: 5, delay: .milliseconds(100), on: queue, backoff: .exponential()) { api.fetch() }
 /// // waits 100 ms, 200 ms, 400 ms, 800 ms before the four retries
 /// ```
 public struct RetryBackoff: Sendable {
@@ -51,12 +51,12 @@ public struct RetryBackoff: Sendable {
 }
 
 extension Attempt {
-    /// Starts an attempt with `start`, and starts it again after each failure, up to `count`
-    /// more times, waiting `delay` (grown by `backoff`) before each retry.
+    /// Starts an attempt with `start`, and starts it again after each failure, until it has
+    /// started `attempts` times, waiting `delay` (grown by `backoff`) before each retry.
     ///
     /// ```swift
-    /// let config = Attempt.retry(count: 3, delay: .seconds(1), on: DispatchQueue.global()) {
-    ///     api.fetchConfig()
+    /// let config = Attempt.retry(attempts: 3, delay: .seconds(1), on: DispatchQueue.global()) {
+    ///     api.fetchConfig()  // called at most 3 times
     /// }
     /// ```
     ///
@@ -66,7 +66,8 @@ extension Attempt {
     /// through.
     ///
     /// - Parameters:
-    ///   - count: How many times to retry after the first failure.
+    ///   - attempts: How many times, at most, to start the work, the first time included; at
+    ///     least 1 (1 starts it once and never retries).
     ///   - delay: The wait before the first retry.
     ///   - executor: The executor that measures the waits and starts the retries.
     ///   - backoff: How the wait grows from one retry to the next; constant by default.
@@ -74,17 +75,22 @@ extension Attempt {
     ///   - start: Starts one attempt of the work.
     /// - Returns: An attempt of the first success or the last failure.
     public static func retry(
-        count: Int,
+        attempts: Int,
         delay: Duration = .zero,
         on executor: some SchedulingExecutor,
         backoff: RetryBackoff = .constant,
         while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true },
         _ start: @escaping @Sendable () -> Attempt
     ) -> Attempt {
+        // `fatalError`, not `precondition`, so that release builds keep the message too.
+        guard attempts >= 1 else {
+            fatalError(
+                "Attempt.retry(attempts: \(attempts)): attempts counts every start of the work and must be at least 1")
+        }
         let first = start()
         let retrying = RetryAttemptNode(
             plan: RetryPlan(
-                count: count, delay: delay, executor: executor, backoff: backoff, shouldRetry: shouldRetry,
+                retries: attempts - 1, delay: delay, executor: executor, backoff: backoff, shouldRetry: shouldRetry,
                 start: start),
             cancellation: first.node.cancellation
         )
@@ -95,6 +101,34 @@ extension Attempt {
         }
         retrying.begin(first.node)
         return Attempt(node: retrying)
+    }
+
+    /// Starts an attempt with `start`, and again after each failure, up to `count` more times.
+    ///
+    /// `count` counted retries, so the work started `count + 1` times, which read as one too
+    /// many; write ``retry(attempts:delay:on:backoff:while:_:)`` with `attempts: count + 1`.
+    ///
+    /// - Parameters:
+    ///   - count: How many times to retry after the first failure.
+    ///   - delay: The wait before the first retry.
+    ///   - executor: The executor that measures the waits and starts the retries.
+    ///   - backoff: How the wait grows from one retry to the next.
+    ///   - shouldRetry: Decides whether a failure is worth retrying.
+    ///   - start: Starts one attempt of the work.
+    /// - Returns: An attempt of the first success or the last failure.
+    @available(
+        *, deprecated,
+        message: "'count' counts retries; write retry(attempts: count + 1, ...), which counts every start"
+    )
+    public static func retry(
+        count: Int,
+        delay: Duration = .zero,
+        on executor: some SchedulingExecutor,
+        backoff: RetryBackoff = .constant,
+        while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true },
+        _ start: @escaping @Sendable () -> Attempt
+    ) -> Attempt {
+        retry(attempts: max(count, 0) + 1, delay: delay, on: executor, backoff: backoff, while: shouldRetry, start)
     }
 }
 
@@ -109,7 +143,8 @@ extension Duration {
 /// The fixed parts of a retry loop.
 @usableFromInline
 internal struct RetryPlan<Success: Sendable, Failure: Error>: Sendable {
-    let count: Int
+    /// How many times to start the work again after the first start.
+    let retries: Int
     let delay: Duration
     let executor: any SchedulingExecutor
     let backoff: RetryBackoff
@@ -138,7 +173,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     private var retries = 0
 
     init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
-        planSlot = AtomicReference(plan.count > 0 ? SlotValue(plan) : nil)
+        planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
         super.init(owningHubWith: cancellation)
     }
 
@@ -209,7 +244,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             return
         }
         let attempt = box.value.start()
-        if retries < box.value.count {
+        if retries < box.value.retries {
             // Fails only if the loop was cancelled meanwhile; following the new attempt then
             // cancels it unless something else needs it.
             _ = putBack(box)

@@ -147,7 +147,7 @@ import Testing
         let queue = DispatchQueue(label: "held")
         let starts = Counter()
         queue.suspend()
-        let retrying = Attempt<Int, TestError>.retry(count: 3, on: queue) {
+        let retrying = Attempt<Int, TestError>.retry(attempts: 4, on: queue) {
             starts.increment()
             return Attempt(failure: .failed(1))
         }

@@ -33,7 +33,7 @@ import Testing
         var retrying: Attempt<Int, TestError>? = nil
         do {
             let tracked = LifetimeTracked(live)
-            retrying = Attempt.retry(count: 3, delay: Self.farAway, on: timers) {
+            retrying = Attempt.retry(attempts: 4, delay: Self.farAway, on: timers) {
                 _ = tracked
                 calls.increment()
                 return Attempt(failure: .failed(0))
@@ -98,7 +98,7 @@ extension AttemptTimerReleaseTests {
         let producer = DeferredAttempt<Int, TestError>()
         let retrying: Attempt<Int, TestError> = {
             let tracked = LifetimeTracked(live)
-            return Attempt.retry(count: 2, on: timers) {
+            return Attempt.retry(attempts: 3, on: timers) {
                 _ = tracked
                 return producer.attempt
             }
@@ -196,7 +196,7 @@ extension AttemptTimerReleaseTests {
             switch kind {
             case .retry:
                 let reads = ReadsOnRelease(registry)
-                let attempt = Attempt<Int, TestError>.retry(count: 3, delay: Self.farAway, on: timers) {
+                let attempt = Attempt<Int, TestError>.retry(attempts: 4, delay: Self.farAway, on: timers) {
                     _ = reads
                     return Attempt(failure: .failed(0))
                 }

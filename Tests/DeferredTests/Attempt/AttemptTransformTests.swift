@@ -153,7 +153,7 @@ import Testing
 @Suite struct AttemptRetryTests {
     @Test func retryStopsAtTheFirstSuccess() {
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(count: 5, on: DispatchQueue.global()) {
+        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global()) {
             let number = tries.increment()
             return number < 2 ? Attempt(failure: .failed(number)) : Attempt(success: number)
         }
@@ -161,19 +161,21 @@ import Testing
         #expect(tries.value == 3)
     }
 
-    @Test func retryGivesUpWithTheLastFailureAfterCountRetries() {
+    /// `attempts` counts every start of the work, the first included.
+    @Test(arguments: [1, 2, 3])
+    func retryGivesUpWithTheLastFailureAfterItsAttempts(attempts: Int) {
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(count: 2, on: DispatchQueue.global()) {
+        let result = Attempt<Int, TestError>.retry(attempts: attempts, on: DispatchQueue.global()) {
             Attempt(failure: .failed(tries.increment()))
         }
-        #expect(result.value() == .failure(.failed(2)))
-        #expect(tries.value == 3, "the first attempt and two retries")
+        #expect(result.value() == .failure(.failed(attempts - 1)))
+        #expect(tries.value == attempts, "the first start and \(attempts - 1) retries")
     }
 
     @Test func retryAsksWhetherAFailureIsWorthRetrying() {
         let tries = Counter()
         let worthRetrying: @Sendable (TestError) -> Bool = { $0 != .failed(1) }
-        let result = Attempt<Int, TestError>.retry(count: 5, on: DispatchQueue.global(), while: worthRetrying) {
+        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global(), while: worthRetrying) {
             Attempt(failure: .failed(tries.increment()))
         }
         #expect(result.value() == .failure(.failed(1)))
@@ -183,7 +185,7 @@ import Testing
     @Test func cancellingARetryCancelsTheAttemptInFlightAndStops() {
         let writers = Deferred<DeferredAttempt<Int, TestError>>()
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(count: 5, on: DispatchQueue.global()) {
+        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global()) {
             tries.increment()
             let writer = DeferredAttempt<Int, TestError>()
             writers.fill(with: writer)

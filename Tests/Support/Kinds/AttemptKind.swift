@@ -33,7 +33,7 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
         case .retry:
             // No retries: the stage follows the one attempt `start` gives it, and releases
             // `start` at once.
-            Attempt.retry(count: 0, on: StoppedClock()) { attempt }
+            Attempt.retry(attempts: 1, on: StoppedClock()) { attempt }
         case .timeout:
             attempt.timeout(after: .seconds(3_600), on: StoppedClock(), failingWith: .timedOut)
         case .delay:
