@@ -77,7 +77,7 @@ struct Counter {
             } catch {
                 throw CountingError("cannot copy this executable: \(error)")
             }
-            guard Self.run("/usr/bin/env", ["strip", "--strip-debug", binary.path]) != nil else {
+            guard output(of: "strip", ["--strip-debug", binary.path]) != nil else {
                 throw CountingError("strip --strip-debug failed")
             }
         #else
@@ -94,11 +94,11 @@ struct Counter {
             script.path, "*countedRun*", binary.path, "--probe", scenario.id, implementation.rawValue,
             String(operations),
         ]
-        guard let output = Self.run("/usr/bin/env", ["python3"] + arguments, environment: environment) else {
+        guard let counted = output(of: "python3", arguments, environment: environment) else {
             throw CountingError("callgrind-counts failed for \(scenario.id) \(implementation.rawValue)")
         }
         var totals: [String: Double] = [:]
-        for field in output.split(whereSeparator: \.isWhitespace) {
+        for field in counted.split(whereSeparator: \.isWhitespace) {
             let parts = field.split(separator: "=")
             if parts.count == 2, let value = Double(parts[1]) {
                 totals[String(parts[0])] = value
@@ -107,7 +107,7 @@ struct Counter {
         guard let instructions = totals["instructions"], let atomics = totals["atomics"],
             let referenceCounting = totals["refcounting"], instructions > 0
         else {
-            throw CountingError("callgrind-counts printed nothing usable: \(output)")
+            throw CountingError("callgrind-counts printed nothing usable: \(counted)")
         }
         let perOperation = Double(operations)
         return Counts(
@@ -121,30 +121,7 @@ struct Counter {
     }
 
     private static func isInstalled(_ tool: String) -> Bool {
-        run("/usr/bin/env", ["sh", "-c", "command -v \(tool)"]) != nil
-    }
-
-    /// Runs a process and returns its standard output, or nil if it failed.
-    private static func run(_ path: String, _ arguments: [String], environment: [String: String]? = nil) -> String? {
-        let process = Process()
-        if let environment {
-            process.environment = environment
-        }
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            return nil
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            return nil
-        }
-        return String(decoding: data, as: UTF8.self)
+        output(of: "sh", ["-c", "command -v \(tool)"]) != nil
     }
 }
 

@@ -47,9 +47,12 @@ struct RunContext {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withFullDate]
         let root = repositoryRoot.path
-        let hash = output("git", ["-C", root, "rev-parse", "--short", "HEAD"]) ?? "unknown commit"
-        let clean = (output("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"]) ?? "").isEmpty
-        let swift = output("swift", ["--version"])?.split(separator: "\n").first.map(String.init) ?? "Swift"
+        let hash = output(of: "git", ["-C", root, "rev-parse", "--short", "HEAD"], quiet: true) ?? "unknown commit"
+        let clean =
+            (output(of: "git", ["-C", root, "status", "--porcelain", "--untracked-files=no"], quiet: true) ?? "")
+            .isEmpty
+        let swift =
+            output(of: "swift", ["--version"], quiet: true)?.split(separator: "\n").first.map(String.init) ?? "Swift"
         let memory = Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)
         #if arch(x86_64)
             let architecture = "x86_64"
@@ -75,25 +78,6 @@ struct RunContext {
             return "Linux (" + line.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: ["\""]) + ")"
         }
         return ProcessInfo.processInfo.operatingSystemVersionString
-    }
-
-    /// The standard output of a command, trimmed, or nil if it failed.
-    private static func output(_ command: String, _ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [command] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else {
-            return nil
-        }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            return nil
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The peers' versions, from the benchmarks' Package.resolved.
@@ -126,7 +110,7 @@ struct RunContext {
 
 /// The generated regions for one run.
 func generatedRegions(_ all: [ScenarioResults], context: RunContext) -> [String: String] {
-    let waiting = all.filter { ["S6", "S6L", "S7", "S8", "S14"].contains($0.scenario.id) }
+    let waiting = all.filter { waitingScenarios.contains($0.scenario.id) }
     let counted = all.filter { $0.results[.deferred]?.counts != nil }
     let figure = { (id: String, peer: Implementation) -> String in
         all.first { $0.scenario.id == id }.map { format($0.ratio(to: peer)) } ?? "?"

@@ -22,6 +22,9 @@ func fastestRunTable(_ all: [ScenarioResults]) -> String {
     }
 }
 
+/// The scenarios that wait, whose processor time and longest rounds get a table of their own.
+let waitingScenarios: Set<String> = ["S6", "S6L", "S7", "S8", "S14"]
+
 /// Renders processor time per operation (with its ratio to wall time) and the worst round.
 func waitingTable(_ all: [ScenarioResults]) -> String {
     render(all) { result, unit, _, _ in

@@ -205,7 +205,7 @@ print()
 print("Fastest of the \(runs) runs:")
 print()
 print(fastestRunTable(allResults))
-let waiting = allResults.filter { ["S6", "S6L", "S7", "S8", "S14"].contains($0.scenario.id) }
+let waiting = allResults.filter { waitingScenarios.contains($0.scenario.id) }
 if !waiting.isEmpty {
     print()
     print("Waiting: median processor time per operation (all threads of the process; ratio to wall time)")
