@@ -8,11 +8,11 @@ func runPipelineScenario() {
     // `map` runs once, eagerly, where you say; `every` is a lazy view recomputed per read.
     let size = upload.map(upon: .global()) { $0.count }
     let checksum = upload.map(upon: .global()) { bytes in bytes.reduce(0) { ($0 &* 31) &+ Int($1) } }
-    let label = size.every { "\($0) bytes" }
+    let label = size.lazy.map { "\($0) bytes" }
 
     // `andThen` chains a step that is itself asynchronous.
     let receipt = checksum.andThen(upon: .global()) { sum in
-        Future.async(upon: .global()) { "receipt #\(sum % 10_000)" }
+        Future(upon: .global()) { "receipt #\(sum % 10_000)" }
     }
 
     label.upon(.immediate) { clock.log("size: \($0)") }

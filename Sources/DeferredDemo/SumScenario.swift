@@ -32,8 +32,8 @@ func runSumScenario() {
     total.upon(screen) { clock.log("allFilled: the basket costs \(euros($0))") }
 
     // Or fold them two at a time: each step joins the running total with the next price.
-    let folded = prices.reduce(Future(value: 0)) { running, next in
-        running.and(next).every { sum, price in sum + price.cents }.eraseToFuture()
+    let folded = prices.reduce(Future(filledWith: 0)) { running, next in
+        running.and(next).lazy.map { sum, price in sum + price.cents }.eraseToFuture()
     }
     for price in prices {
         price.upon(screen) { clock.log("  \($0.shop): \(euros($0.cents))") }

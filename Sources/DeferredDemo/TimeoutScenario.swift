@@ -17,9 +17,9 @@ func runTimeoutScenario() {
     clock.log("asking for recommendations; after \(limit) the bestsellers stand in")
 
     let fast = recommendations(for: "ada", takingMilliseconds: 20)
-        .timeout(after: limit, on: DispatchQueue.global(), substituting: fallback)
+        .timeout(after: limit, upon: DispatchQueue.global(), substituting: fallback)
     let slow = recommendations(for: "bob", takingMilliseconds: 200)
-        .timeout(after: limit, on: DispatchQueue.global(), substituting: fallback)
+        .timeout(after: limit, upon: DispatchQueue.global(), substituting: fallback)
 
     let shown = Deferred<Void>()
     let screen = DispatchQueue(label: "screen")

@@ -40,7 +40,7 @@ func runUIThreadScenario() {
 
     // Wait for both replies to have come and gone, then look at the cell from the UI thread.
     Thread.sleep(forTimeInterval: 0.1)
-    let shown = Future.async(upon: ui) { cell.title.peek() ?? "nothing" }
+    let shown = Future(upon: ui) { cell.title.peek() ?? "nothing" }
     clock.log("the cell shows \(shown.wait(until: .distantFuture) ?? "?"): row 1's late reply was dropped")
     _ = ui.shutdown().wait(until: .distantFuture)
     clock.log("the ui thread has stopped")

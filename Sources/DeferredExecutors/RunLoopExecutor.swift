@@ -15,7 +15,7 @@ public import Foundation
 /// ```
 ///
 /// On Linux the main run loop also services `DispatchQueue.main`; a command-line tool can run
-/// it with ``Foundation/RunLoop/run(until:)``.
+/// it with ``Foundation/RunLoop/run(untilFilled:)``.
 public final class RunLoopExecutor: SchedulingExecutor {
     private let reference: RunLoopReference
 
@@ -66,14 +66,14 @@ extension RunLoop {
     /// the tool waits:
     ///
     /// ```swift
-    /// let report = RunLoop.main.run(until: service.report())
+    /// let report = RunLoop.main.run(untilFilled: service.report())
     /// ```
     ///
     /// - Parameter future: The future to wait for.
     /// - Returns: The future's value.
     @available(*, noasync, message: "a task must not run a run loop; use 'await future.value'")
-    public func run<Waited: FutureProtocol>(until future: Waited) -> Waited.Value {
-        precondition(self === RunLoop.current, "RunLoop.run(until:) must be called on the run loop's own thread")
+    public func run<Waited: FutureProtocol>(untilFilled future: Waited) -> Waited.Value {
+        precondition(self === RunLoop.current, "RunLoop.run(untilFilled:) must be called on the run loop's own thread")
         if let value = future.peek() {
             return value
         }

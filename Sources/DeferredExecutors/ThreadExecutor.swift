@@ -10,7 +10,7 @@ public import Deferred
 ///
 /// ```swift
 /// let database = ThreadExecutor(name: "database")
-/// let rows = Future.async(upon: database) { connection.query("SELECT ...") }
+/// let rows = Future(upon: database) { connection.query("SELECT ...") }
 /// rows.upon(database) { connection.cache($0) }  // same thread as the query
 /// ```
 ///

@@ -9,7 +9,7 @@ import Synchronization
 /// ```swift
 /// let clock = VirtualTimeExecutor()
 /// let reply = Deferred<Int>()
-/// let limited = reply.timeout(after: .seconds(5), on: clock, substituting: -1)
+/// let limited = reply.timeout(after: .seconds(5), upon: clock, substituting: -1)
 /// clock.advance(by: .seconds(4))   // not yet
 /// clock.advance(by: .seconds(1))   // limited.peek() == -1
 /// ```

@@ -7,7 +7,7 @@ import Testing
     @Test func aTimeoutFailsTheAttemptAndCancelsTheWorkAtTheLimit() {
         let clock = VirtualTimeExecutor()
         let work = DeferredAttempt<Int, TestError>()
-        let limited = work.attempt.timeout(after: .seconds(5), on: clock, failingWith: .timedOut)
+        let limited = work.attempt.timeout(after: .seconds(5), upon: clock, failingWith: .timedOut)
         clock.advance(by: .seconds(4))
         #expect(limited.peek() == nil)
         #expect(!work.isCancelled)
@@ -23,12 +23,12 @@ import Testing
         let result = Attempt<Int, TestError>.retry(
             attempts: 4,
             delay: .seconds(1),
-            on: clock,
+            upon: clock,
             backoff: .exponential()
         ) {
             let number = times.record()
             startedAt.record(number)
-            return Attempt(failure: .failed(number))
+            return Attempt(failedWith: .failed(number))
         }
         #expect(times.all == [.zero], "the first attempt starts at once")
         clock.advance(by: .seconds(1))
@@ -44,8 +44,8 @@ import Testing
     @Test func cancellingDuringTheWaitStopsFurtherRetries() {
         let clock = VirtualTimeExecutor()
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(attempts: 4, delay: .seconds(1), on: clock) {
-            Attempt(failure: .failed(tries.increment()))
+        let result = Attempt<Int, TestError>.retry(attempts: 4, delay: .seconds(1), upon: clock) {
+            Attempt(failedWith: .failed(tries.increment()))
         }
         result.cancel()
         clock.advance(by: .seconds(10))

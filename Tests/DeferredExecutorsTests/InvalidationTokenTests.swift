@@ -9,7 +9,7 @@ import Testing
         let token = InvalidationToken()
         let executor = ManualExecutor()
         let ran = Counter()
-        Future(value: 1).upon(token.validating(executor)) { _ in ran.increment() }
+        Future(filledWith: 1).upon(token.validating(executor)) { _ in ran.increment() }
         executor.runUntilIdle()
         #expect(token.isValid)
         #expect(ran.value == 1)
@@ -22,7 +22,7 @@ import Testing
         let live = LiveCount()
         do {
             let tracked = LifetimeTracked(live)
-            Future(value: 1).upon(token.validating(executor)) { _ in
+            Future(filledWith: 1).upon(token.validating(executor)) { _ in
                 _ = tracked
                 ran.increment()
             }
@@ -170,7 +170,7 @@ import Testing
     @Test func aValidatingExecutorWrapsAnyExecutor() {
         let token = InvalidationToken()
         let onQueue = Deferred<Bool>()
-        Future(value: 1).upon(token.validating(DispatchQueue.global())) { _ in onQueue.fill(with: true) }
+        Future(filledWith: 1).upon(token.validating(DispatchQueue.global())) { _ in onQueue.fill(with: true) }
         #expect(onQueue.value() == true)
     }
 }
@@ -281,7 +281,7 @@ extension InvalidationTokenTests {
 
     @Test func aTypeWithAPerformMethodBecomesAnExecutorInThreeLines() {
         let context = DatabaseContext()
-        let onContext = Future(value: 1).map(upon: context) { _ in context.isCurrent }
+        let onContext = Future(filledWith: 1).map(upon: context) { _ in context.isCurrent }
         #expect(onContext.value() == true)
     }
 }

@@ -7,7 +7,7 @@ import Testing
     @Test func nothingRunsUntilTheOwnerDrains() {
         let executor = ManualExecutor()
         let ran = Counter()
-        Future(value: 1).upon(executor) { _ in ran.increment() }
+        Future(filledWith: 1).upon(executor) { _ in ran.increment() }
         #expect(ran.value == 0)
         #expect(executor.hasPendingWork)
         #expect(executor.runUntilIdle() == 1)

@@ -32,7 +32,7 @@ import Testing
         let queue = OperationQueue()
         queue.isSuspended = true
         let ran = Counter()
-        Future(value: 1).upon(queue) { _ in ran.increment() }
+        Future(filledWith: 1).upon(queue) { _ in ran.increment() }
         Thread.sleep(forTimeInterval: 0.02)
         #expect(ran.value == 0, "a suspended queue starts no operation")
         #expect(queue.operationCount == 1)
@@ -61,7 +61,7 @@ import Testing
         let live = LiveCount()
         do {
             let tracked = LifetimeTracked(live)
-            Future(value: 1).upon(queue) { _ in _ = tracked }
+            Future(filledWith: 1).upon(queue) { _ in _ = tracked }
         }
         queue.waitUntilAllOperationsAreFinished()
         // The queue releases a finished operation shortly after it reports it finished.

@@ -4,7 +4,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A thread that runs its run loop until `stop` is filled, using `RunLoop.run(until:)`.
+/// A thread that runs its run loop until `stop` is filled, using `RunLoop.run(untilFilled:)`.
 private final class RunLoopThread: Sendable {
     let executor: RunLoopExecutor
     let thread: ObjectIdentifier
@@ -19,7 +19,7 @@ private final class RunLoopThread: Sendable {
         self.finished = finished
         Thread {
             ready.fill(with: (RunLoopExecutor.current(), currentThreadID()))
-            RunLoop.current.run(until: stop)
+            RunLoop.current.run(untilFilled: stop)
             finished.fill()
         }.start()
         (executor, thread) = ready.value()!
@@ -106,7 +106,7 @@ private final class RunLoopThread: Sendable {
         let value = Deferred<Int>()
         let result = Deferred<Int>()
         Thread {
-            result.fill(with: RunLoop.current.run(until: Future(value: 7)))
+            result.fill(with: RunLoop.current.run(untilFilled: Future(filledWith: 7)))
             value.fill(with: 0)
         }.start()
         #expect(result.value() == 7)

@@ -37,7 +37,7 @@ private actor Ledger {
         _ = await ledger.record(1)
         let count = Deferred<Int>()
         // Callback-based code delivered to the same thread may enter the actor synchronously.
-        Future(value: 2).upon(thread) { value in
+        Future(filledWith: 2).upon(thread) { value in
             ledger.assumeIsolated { ledger in
                 ledger.entries.append(value)
                 count.fill(with: ledger.entries.count)
@@ -68,7 +68,7 @@ private actor Ledger {
         let ranOnThread = await Task(executorPreference: thread) { thread.isCurrent }.value
         #expect(ranOnThread)
         let withinGroup = await withTaskExecutorPreference(thread) {
-            await Future(value: 1).value == 1 && thread.isCurrent
+            await Future(filledWith: 1).value == 1 && thread.isCurrent
         }
         #expect(withinGroup)
     }

@@ -60,7 +60,7 @@ import Testing
     @Test func aTimeoutOnVirtualTimeIsInstantAndExact() {
         let clock = VirtualTimeExecutor()
         let reply = Deferred<Int>()
-        let limited = reply.timeout(after: .seconds(30), on: clock, substituting: -1)
+        let limited = reply.timeout(after: .seconds(30), upon: clock, substituting: -1)
         clock.advance(by: .seconds(29))
         #expect(limited.peek() == nil)
         clock.advance(by: .seconds(1))
@@ -72,7 +72,7 @@ import Testing
     @Test func aValueBeforeTheTimeoutWins() {
         let clock = VirtualTimeExecutor()
         let reply = Deferred<Int>()
-        let limited = reply.timeout(after: .seconds(30), on: clock, substituting: -1)
+        let limited = reply.timeout(after: .seconds(30), upon: clock, substituting: -1)
         clock.advance(by: .seconds(10))
         reply.fill(with: 5)
         #expect(limited.peek() == 5)
@@ -85,7 +85,7 @@ import Testing
         let live = LiveCount()
         do {
             let reply = Deferred<LifetimeTracked>()
-            let limited = reply.timeout(after: .seconds(1), on: clock, substituting: LifetimeTracked(live))
+            let limited = reply.timeout(after: .seconds(1), upon: clock, substituting: LifetimeTracked(live))
             clock.advance(by: .seconds(1))
             let substitute = limited.peek()
             reply.fill(with: LifetimeTracked(live))
@@ -98,7 +98,8 @@ import Testing
         let clock = VirtualTimeExecutor()
         let live = LiveCount()
         do {
-            _ = Deferred<LifetimeTracked>().timeout(after: .seconds(1), on: clock, substituting: LifetimeTracked(live))
+            _ = Deferred<LifetimeTracked>().timeout(
+                after: .seconds(1), upon: clock, substituting: LifetimeTracked(live))
         }
         #expect(live.value == 1, "the pending timer holds the substitute")
         clock.advance(by: .seconds(1))
@@ -108,7 +109,7 @@ import Testing
     @Test func delayFillsAfterTheDelay() {
         let clock = VirtualTimeExecutor()
         let source = Deferred<String>()
-        let delayed = source.delay(by: .milliseconds(500), on: clock)
+        let delayed = source.delay(by: .milliseconds(500), upon: clock)
         source.fill(with: "late")
         clock.advance(by: .milliseconds(499))
         #expect(delayed.peek() == nil)
@@ -119,7 +120,7 @@ import Testing
     @Test func delayCountsFromTheFillNotFromTheCall() {
         let clock = VirtualTimeExecutor()
         let source = Deferred<Int>()
-        let delayed = source.delay(by: .seconds(1), on: clock)
+        let delayed = source.delay(by: .seconds(1), upon: clock)
         clock.advance(by: .seconds(5))
         #expect(delayed.peek() == nil)
         source.fill(with: 1)
@@ -273,10 +274,10 @@ import Testing
         let calls = OrderRecorder(count: 8)  // events by the second each try starts at
         let started = ContinuousClock.now
         let reply = Attempt<Int, TestError>.retry(
-            attempts: 4, delay: .seconds(1), on: clock, backoff: .exponential()
+            attempts: 4, delay: .seconds(1), upon: clock, backoff: .exponential()
         ) {
             calls.record(Int(clock.elapsed.components.seconds))
-            return calls.order.count < 4 ? Attempt(failure: .failed(0)) : Attempt(success: 42)
+            return calls.order.count < 4 ? Attempt(failedWith: .failed(0)) : Attempt(succeededWith: 42)
         }
         clock.runUntilIdle()
         #expect(reply.peek() == .success(42))

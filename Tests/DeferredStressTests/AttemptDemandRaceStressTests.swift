@@ -176,7 +176,7 @@ extension StressSuites {
 
             init() {
                 root.onCancel { [stopped] in stopped.increment() }
-                limited = root.attempt.timeout(after: .seconds(3_600), on: timers, failingWith: .timedOut)
+                limited = root.attempt.timeout(after: .seconds(3_600), upon: timers, failingWith: .timedOut)
                 below = limited.map(upon: .immediate) { $0 }
                 keeper = root.attempt.map(upon: .immediate) { $0 }
             }

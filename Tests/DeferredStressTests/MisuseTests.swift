@@ -50,8 +50,8 @@ extension StressSuites {
             /// with a message in every build.
             @Test func aRetryOfNoAttemptsStopsTheProgramInEveryBuild() async {
                 let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-                    _ = Attempt<Int, any Error>.retry(attempts: 0, on: DispatchQueue.global()) {
-                        Attempt(success: 1)
+                    _ = Attempt<Int, any Error>.retry(attempts: 0, upon: DispatchQueue.global()) {
+                        Attempt(succeededWith: 1)
                     }
                 }
                 let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
@@ -149,7 +149,7 @@ extension StressSuites {
                 deferred.fill(with: model)
                 #expect(deferred.peek() === model)
                 #expect(await identity.value)
-                #expect(await deferred.every { $0 }.value === model)
+                #expect(await deferred.lazy.map { $0 }.value === model)
             }
             // The transform's captures are released right after it runs, on the queue's thread,
             // which may be just after this task resumed with its result.

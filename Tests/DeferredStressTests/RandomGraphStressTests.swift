@@ -126,7 +126,7 @@ private struct RandomGraph {
             let later = random.next() % 2 == 0
             add(
                 input.andThen(upon: executor) { value in
-                    guard later else { return Future(value: value &+ constant) }
+                    guard later else { return Future(filledWith: value &+ constant) }
                     let next = Deferred<Int>()
                     inner.submit { next.fill(with: value &+ constant) }
                     return Future(next)
@@ -134,23 +134,23 @@ private struct RandomGraph {
                 "andThen(n\(operand)) { $0 + \(constant)\(later ? ", filled on \(innerName)" : "") } on \(name)")
         case 2:
             add(
-                input.every { $0 ^ constant }.eraseToFuture(), model: value ^ constant,
+                input.lazy.map { $0 ^ constant }.eraseToFuture(), model: value ^ constant,
                 "every(n\(operand)) { $0 ^ \(constant) }")
         case 3:
             let other = pickNode(&random)
             let pair: Future<(Int, Int)> = input.and(futures[other])
             add(
-                pair.every { first, second in first &* 31 &+ second }.eraseToFuture(),
+                pair.lazy.map { first, second in first &* 31 &+ second }.eraseToFuture(),
                 model: value &* 31 &+ model[other], "and(n\(operand), n\(other))")
         case 4:
             let operands = [operand] + (0..<Int(random.next() % 4)).map { _ in pickNode(&random) }
             add(
-                operands.map { futures[$0] }.allFilled().every { $0.reduce(0, &+) }.eraseToFuture(),
+                operands.map { futures[$0] }.allFilled().lazy.map { $0.reduce(0, &+) }.eraseToFuture(),
                 model: operands.map { model[$0] }.reduce(0, &+),
                 "allFilled(\(operands.map { "n\($0)" }.joined(separator: ", "))) summed")
         default:
             // Paths that all compute the operand's value, so whichever fills first, the value is known.
-            let paths = [input, input.map(upon: executor) { $0 }, input.every { $0 }.eraseToFuture()]
+            let paths = [input, input.map(upon: executor) { $0 }, input.lazy.map { $0 }.eraseToFuture()]
             add(paths.firstFilled(), model: value, "firstFilled(n\(operand) and copies of it, one on \(name))")
         }
     }

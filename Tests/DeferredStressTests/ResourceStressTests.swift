@@ -163,9 +163,9 @@ extension StressSuites {
                         },
                         source.andThen(upon: executor) { value in
                             _ = tracked
-                            return Future(value: value)
+                            return Future(filledWith: value)
                         },
-                        source.every { value in
+                        source.lazy.map { value in
                             _ = tracked
                             return value
                         }.eraseToFuture(),

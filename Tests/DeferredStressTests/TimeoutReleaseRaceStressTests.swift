@@ -36,7 +36,7 @@ extension StressSuites {
             let live = LiveCount()
 
             init() {
-                let result = input.withLock { $0! }.timeout(after: .seconds(1), on: clock, substituting: -1)
+                let result = input.withLock { $0! }.timeout(after: .seconds(1), upon: clock, substituting: -1)
                 addHandlers(TimeoutReleaseRaceStressTests.handlers, to: result)
             }
         }
@@ -54,7 +54,7 @@ extension StressSuites {
             init(limits: Int) {
                 let source = input.withLock { $0! }.attempt
                 for _ in 0..<limits {
-                    let limited = source.timeout(after: .seconds(1), on: clock, failingWith: .timedOut)
+                    let limited = source.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
                     addHandlers(TimeoutReleaseRaceStressTests.handlers / limits, to: limited)
                 }
             }

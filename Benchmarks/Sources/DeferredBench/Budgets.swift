@@ -74,8 +74,8 @@ func budgets(_ results: [ScenarioResults], counted: Bool) -> [Budget] {
         Budget(
             name: "S9 unfilled future + 1 handler: bytes per future", limit: 96,
             measure: scenario("S9", \.bytesPerOperation)),
-        Budget(name: "Future(value:) + upon(.immediate): allocations", limit: 0) {
-            allocationsPerOperation { Future(value: $0).upon(.immediate, execute: consume) }
+        Budget(name: "Future(filledWith:) + upon(.immediate): allocations", limit: 0) {
+            allocationsPerOperation { Future(filledWith: $0).upon(.immediate, execute: consume) }
         },
         Budget(name: "Deferred(filledWith:) + upon(.immediate): allocations", limit: 0) {
             allocationsPerOperation { Deferred(filledWith: $0).upon(.immediate, execute: consume) }
@@ -83,21 +83,23 @@ func budgets(_ results: [ScenarioResults], counted: Bool) -> [Budget] {
         Budget(name: "Future(deferred) of a filled deferred, then peek: allocations", limit: 0) {
             allocationsPerOperation { consume(Future(Deferred(filledWith: $0)).peek() ?? 0) }
         },
-        Budget(name: "every(per:) view, then peek: allocations", limit: 0) {
-            allocationsPerOperation { consume(Future(value: $0).every(per: negate).peek() ?? 0) }
+        Budget(name: "lazy.map view, then peek: allocations", limit: 0) {
+            allocationsPerOperation { consume(Future(filledWith: $0).lazy.map(negate).peek() ?? 0) }
         },
         Budget(name: "ignored() view, then peek: allocations", limit: 0) {
             allocationsPerOperation { index in
-                if Future(value: index).ignored().peek() != nil {
+                if Future(filledWith: index).ignored().peek() != nil {
                     consume(index)
                 }
             }
         },
         Budget(name: "map(upon: .immediate) of a filled future: allocations", limit: 0) {
-            allocationsPerOperation { consume(Future(value: $0).map(upon: .immediate, transform: negate).peek() ?? 0) }
+            allocationsPerOperation {
+                consume(Future(filledWith: $0).map(upon: .immediate, transform: negate).peek() ?? 0)
+            }
         },
         Budget(name: "wait(until:) on a filled future: allocations", limit: 0) {
-            let filled = Future(value: 1)
+            let filled = Future(filledWith: 1)
             return allocationsPerOperation { _ in consume(filled.wait(until: .distantFuture) ?? 0) }
         },
     ]

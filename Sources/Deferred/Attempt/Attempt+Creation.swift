@@ -8,13 +8,13 @@ extension Attempt {
     /// let config = Attempt { try Config(parsing: text) }  // Attempt<Config, any Error>
     /// ```
     ///
-    /// To run the work elsewhere, use ``async(upon:execute:)``; for async work, the
+    /// To run the work elsewhere, use ``init(upon:catching:)``; for async work, the
     /// initializer that takes an async closure.
     ///
     /// - Parameter body: Computes the success, or throws the failure.
     @inlinable
     public init(catching body: () throws(Failure) -> Success) {
-        self.init(result: Result(catching: body))
+        self.init(filledWith: Result(catching: body))
     }
 
     /// Starts `body` in a new task and returns an attempt that finishes with its result.
@@ -50,26 +50,33 @@ extension Attempt {
     /// throws is the failure.
     ///
     /// ```swift
-    /// let parsed = Attempt<Config, ConfigError>.async(upon: .global()) {
+    /// let parsed = Attempt<Config, ConfigError>(upon: .global()) {
     ///     try Config(parsing: text)
     /// }
     /// ```
     ///
-    /// If the attempt is cancelled before `work` starts, `work` never runs.
+    /// If the attempt is cancelled before `work` starts, `work` never runs. Without an executor,
+    /// `Attempt { ... }` runs the closure at once, like `Result(catching:)`.
     ///
     /// - Parameters:
-    ///   - executor: Where `work` runs. The default is a global concurrent Dispatch queue.
+    ///   - executor: Where `work` runs.
     ///   - work: Computes the success, or throws the failure.
-    /// - Returns: An attempt of `work`'s result.
-    public static func async(
-        upon executor: some Executor = DispatchQueue.global(),
-        execute work: @escaping @Sendable () throws(Failure) -> Success
-    ) -> Attempt {
+    public init(upon executor: some Executor, catching work: @escaping @Sendable () throws(Failure) -> Success) {
         let node = AttemptNode<Success, Failure>(cancellation: nil)
         executor.submit {
             node.runStep { Result(catching: work) }
         }
-        return Attempt(node: node)
+        self.init(node: node)
+    }
+
+    /// Runs `work` on `executor` and returns an attempt that finishes with its result.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(upon:catching:)")
+    public static func async(
+        upon executor: some Executor = DispatchQueue.global(),
+        execute work: @escaping @Sendable () throws(Failure) -> Success
+    ) -> Attempt {
+        Attempt(upon: executor, catching: work)
     }
 
     /// Creates an attempt that succeeds with `future`'s value.

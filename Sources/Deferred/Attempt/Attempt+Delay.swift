@@ -3,7 +3,7 @@ extension Attempt {
     /// finishes.
     ///
     /// ```swift
-    /// let shownLater = api.banner().delay(by: .seconds(1), on: DispatchQueue.main)
+    /// let shownLater = api.banner().delay(by: .seconds(1), upon: DispatchQueue.main)
     /// ```
     ///
     /// A cancellation passes through at once. Cancelling the new attempt while it waits means
@@ -13,7 +13,7 @@ extension Attempt {
     ///   - delay: How long after this attempt finishes to wait.
     ///   - executor: The executor that measures the delay.
     /// - Returns: An attempt of the same result, finished later.
-    public func delay(by delay: Duration, on executor: some SchedulingExecutor) -> Attempt<Success, Failure> {
+    public func delay(by delay: Duration, upon executor: some SchedulingExecutor) -> Attempt<Success, Failure> {
         attach(DelayAttemptNode(on: self, delay: delay, executor: executor), DelayAttemptNode.receive)
     }
 }

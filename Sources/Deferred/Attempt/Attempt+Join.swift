@@ -17,7 +17,7 @@ extension Collection {
     public func allSucceeded<Success, Failure>() -> Attempt<[Success], Failure>
     where Element == Attempt<Success, Failure> {
         guard let first = first else {
-            return Attempt(result: .success([]))
+            return Attempt(filledWith: .success([]))
         }
         let join = AllSucceededAttemptNode<Success, [Success], Failure>(
             count: count, cancellation: first.node.cancellation, combine: { $0 })

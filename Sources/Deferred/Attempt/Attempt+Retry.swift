@@ -1,7 +1,7 @@
 /// How the delay between retries grows.
 ///
 /// ```swift
-/// Attempt.retry(attempts: 5, delay: .milliseconds(100), on: queue, backoff: .exponential()) { api.fetch() }
+/// Attempt.retry(attempts: 5, delay: .milliseconds(100), upon: queue, backoff: .exponential()) { api.fetch() }
 /// // waits 100 ms, 200 ms, 400 ms, 800 ms before the four retries
 /// ```
 public struct RetryBackoff: Sendable {
@@ -55,7 +55,7 @@ extension Attempt {
     /// started `attempts` times, waiting `delay` (grown by `backoff`) before each retry.
     ///
     /// ```swift
-    /// let config = Attempt.retry(attempts: 3, delay: .seconds(1), on: DispatchQueue.global()) {
+    /// let config = Attempt.retry(attempts: 3, delay: .seconds(1), upon: DispatchQueue.global()) {
     ///     api.fetchConfig()  // called at most 3 times
     /// }
     /// ```
@@ -77,7 +77,7 @@ extension Attempt {
     public static func retry(
         attempts: Int,
         delay: Duration = .zero,
-        on executor: some SchedulingExecutor,
+        upon executor: some SchedulingExecutor,
         backoff: RetryBackoff = .constant,
         while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true },
         _ start: @escaping @Sendable () -> Attempt
@@ -106,7 +106,7 @@ extension Attempt {
     /// Starts an attempt with `start`, and again after each failure, up to `count` more times.
     ///
     /// `count` counted retries, so the work started `count + 1` times, which read as one too
-    /// many; write ``retry(attempts:delay:on:backoff:while:_:)`` with `attempts: count + 1`.
+    /// many; write ``retry(attempts:delay:upon:backoff:while:_:)`` with `attempts: count + 1`.
     ///
     /// - Parameters:
     ///   - count: How many times to retry after the first failure.
@@ -116,6 +116,7 @@ extension Attempt {
     ///   - shouldRetry: Decides whether a failure is worth retrying.
     ///   - start: Starts one attempt of the work.
     /// - Returns: An attempt of the first success or the last failure.
+    @_documentation(visibility: internal)
     @available(
         *, deprecated,
         message: "'count' counts retries; write retry(attempts: count + 1, ...), which counts every start"
@@ -123,12 +124,12 @@ extension Attempt {
     public static func retry(
         count: Int,
         delay: Duration = .zero,
-        on executor: some SchedulingExecutor,
+        upon executor: some SchedulingExecutor,
         backoff: RetryBackoff = .constant,
         while shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true },
         _ start: @escaping @Sendable () -> Attempt
     ) -> Attempt {
-        retry(attempts: max(count, 0) + 1, delay: delay, on: executor, backoff: backoff, while: shouldRetry, start)
+        retry(attempts: max(count, 0) + 1, delay: delay, upon: executor, backoff: backoff, while: shouldRetry, start)
     }
 }
 

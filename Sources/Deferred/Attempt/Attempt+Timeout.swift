@@ -3,7 +3,7 @@ extension Attempt {
     /// otherwise fails with `error`, cancelling this attempt unless something else needs it.
     ///
     /// ```swift
-    /// let reply = api.search(query).timeout(after: .seconds(2), on: DispatchQueue.global(), failingWith: .timedOut)
+    /// let reply = api.search(query).timeout(after: .seconds(2), upon: DispatchQueue.global(), failingWith: .timedOut)
     /// ```
     ///
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work.
@@ -17,7 +17,7 @@ extension Attempt {
     /// - Returns: An attempt of this attempt's result, or of `error`.
     public func timeout(
         after limit: Duration,
-        on executor: some SchedulingExecutor,
+        upon executor: some SchedulingExecutor,
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
         let limited = TimeoutAttemptNode<Success, Failure>(

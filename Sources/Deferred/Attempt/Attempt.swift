@@ -47,7 +47,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// - Parameter result: The success or failure every reader sees.
     @_disfavoredOverload  // `Attempt { ... }` means the initializers that run work.
     @inlinable
-    public init(result: Result<Success, Failure>) {
+    public init(filledWith result: Result<Success, Failure>) {
         node = AttemptNode(finished: result, cancellation: nil)
     }
 
@@ -55,16 +55,41 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     ///
     /// - Parameter success: The value every reader sees.
     @inlinable
-    public init(success: Success) {
-        self.init(result: .success(success))
+    public init(succeededWith success: Success) {
+        self.init(filledWith: .success(success))
     }
 
     /// Creates an attempt that has already failed.
     ///
     /// - Parameter failure: The error every reader sees.
     @inlinable
+    public init(failedWith failure: Failure) {
+        self.init(filledWith: .failure(failure))
+    }
+
+    /// Creates an attempt that has already finished with `result`.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(filledWith:)")
+    @_disfavoredOverload
+    @inlinable
+    public init(result: Result<Success, Failure>) {
+        self.init(filledWith: result)
+    }
+
+    /// Creates an attempt that has already succeeded.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(succeededWith:)")
+    @inlinable
+    public init(success: Success) {
+        self.init(succeededWith: success)
+    }
+
+    /// Creates an attempt that has already failed.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(failedWith:)")
+    @inlinable
     public init(failure: Failure) {
-        self.init(result: .failure(failure))
+        self.init(failedWith: failure)
     }
 
     /// Calls `body` with the result, on `executor`, once the attempt has finished.
@@ -154,13 +179,15 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
 extension Attempt where Failure == any Error {
     /// Creates an attempt that has already succeeded, whose failure type is `any Error`.
     ///
-    /// This lets `Attempt(success: 3)` stand on its own; give the type (`Attempt<Int,
-    /// MyError>(success: 3)`) for a typed failure.
+    /// This lets `Attempt(succeededWith: 3)` stand on its own; give the type
+    /// (`Attempt<Int, MyError>(succeededWith: 3)`) for a typed failure. It is the same
+    /// initializer as ``Attempt/init(succeededWith:)``, so the documentation shows that one.
     ///
     /// - Parameter success: The value every reader sees.
+    @_documentation(visibility: internal)
     @_disfavoredOverload
     @inlinable
-    public init(success: Success) {
-        self.init(result: .success(success))
+    public init(succeededWith success: Success) {
+        self.init(filledWith: .success(success))
     }
 }

@@ -72,7 +72,7 @@ extension AttemptNode {
     @inlinable
     internal final func follow(_ next: AttemptNode, in queue: inout DrainQueue) {
         if next.isFilled {
-            // Finished already (`Attempt(success:)`, say): there is no demand to hold on it, and
+            // Finished already (`Attempt(succeededWith:)`, say): there is no demand to hold on it, and
             // the units this attempt holds upstream are released when it is decided.
             decide(passing: next.filledValue, sourceCancelled: next.isCancelledFlag, in: &queue)
             return

@@ -16,7 +16,7 @@ extension Collection where Element: FutureProtocol {
     public func allFilled() -> Future<[Element.Value]> {
         let count = self.count
         guard count > 0 else {
-            return Future(value: [])
+            return Future(filledWith: [])
         }
         let join = CollectingJoin<Element.Value, [Element.Value]>(count: count) { $0 }
         var index = 0

@@ -2,14 +2,14 @@ extension FutureProtocol {
     /// Returns a future filled with this future's value `delay` after this one is filled.
     ///
     /// ```swift
-    /// let shownLater = toast.delay(by: .seconds(1), on: DispatchQueue.main)
+    /// let shownLater = toast.delay(by: .seconds(1), upon: DispatchQueue.main)
     /// ```
     ///
     /// - Parameters:
     ///   - delay: How long after the fill to wait.
     ///   - executor: The executor that measures the delay and fills the result.
     /// - Returns: A read-only future of the same value, filled later.
-    public func delay(by delay: Duration, on executor: some SchedulingExecutor) -> Future<Value> {
+    public func delay(by delay: Duration, upon executor: some SchedulingExecutor) -> Future<Value> {
         // A map that passes the value on, run by an executor that submits after the delay.
         map(upon: DelayingExecutor(base: executor, delay: delay)) { $0 }
     }

@@ -19,7 +19,7 @@ extension FutureProtocol {
         transform: @escaping @Sendable (Value) -> NewValue
     ) -> Future<NewValue> {
         if executor.runsInPlace, let value = peek() {
-            return Future(value: transform(value))
+            return Future(filledWith: transform(value))
         }
         let mapped = MapStorage(executor: executor.runsInPlace ? nil : executor, transform: transform)
         link(mapped, MapStorage<Value, NewValue>.receive)

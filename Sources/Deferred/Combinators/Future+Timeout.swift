@@ -3,7 +3,7 @@ extension FutureProtocol {
     /// `substitute` otherwise.
     ///
     /// ```swift
-    /// let avatar = api.avatar(for: user).timeout(after: .seconds(2), on: DispatchQueue.global(), substituting: .placeholder)
+    /// let avatar = api.avatar(for: user).timeout(after: .seconds(2), upon: DispatchQueue.global(), substituting: .placeholder)
     /// ```
     ///
     /// A value that arrives after the limit is dropped, and the substitute arrives even if this
@@ -18,11 +18,11 @@ extension FutureProtocol {
     /// - Returns: A read-only future of this future's value or the substitute.
     public func timeout(
         after limit: Duration,
-        on executor: some SchedulingExecutor,
+        upon executor: some SchedulingExecutor,
         substituting substitute: Value
     ) -> Future<Value> {
         if let value = peek() {
-            return Future(value: value)
+            return Future(filledWith: value)
         }
         let result = Storage<Value>()
         link(result, Storage<Value>.forward)

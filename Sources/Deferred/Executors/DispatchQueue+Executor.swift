@@ -7,7 +7,7 @@ public import Dispatch
 ///
 /// ```swift
 /// let thumbnails = DispatchQueue(label: "thumbnails")
-/// let pixels = Future.async(upon: thumbnails) { 64 * 64 }
+/// let pixels = Future(upon: thumbnails) { 64 * 64 }
 /// pixels.upon(.main) { print("\($0) pixels") }
 /// ```
 extension DispatchQueue: SchedulingExecutor {

@@ -1,11 +1,11 @@
 /// An executor that can also run a body after a delay.
 ///
-/// `delay(by:on:)` and `timeout(after:on:substituting:)` are built on it. `DispatchQueue`
+/// `delay(by:upon:)` and `timeout(after:upon:substituting:)` are built on it. `DispatchQueue`
 /// conforms, and the `DeferredExecutors` module adds a dedicated thread, run loops and a
 /// virtual-time executor for tests, on which delays pass only when the test says so.
 ///
 /// ```swift
-/// let reply = service.fetch().timeout(after: .seconds(2), on: DispatchQueue.global(), substituting: .empty)
+/// let reply = service.fetch().timeout(after: .seconds(2), upon: DispatchQueue.global(), substituting: .empty)
 /// ```
 public protocol SchedulingExecutor: Executor {
     /// Arranges for `body` to run once in this executor's context, no sooner than `delay` from

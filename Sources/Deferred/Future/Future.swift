@@ -12,7 +12,7 @@ public import Dispatch
 /// reply.fill(with: 42)
 /// ```
 ///
-/// Wrapping a `Deferred` or another `Future` allocates nothing, and ``init(value:)`` and
+/// Wrapping a `Deferred` or another `Future` allocates nothing, and ``init(filledWith:)`` and
 /// ``never`` allocate nothing either. Other kinds of futures are boxed once.
 public struct Future<Value: Sendable>: FutureProtocol {
     @usableFromInline
@@ -60,8 +60,17 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// - Parameter value: The value every reader sees.
     @_disfavoredOverload  // `Future { await work() }` means the async initializer, not a closure value.
     @inlinable
-    public init(value: Value) {
+    public init(filledWith value: Value) {
         source = .filled(value)
+    }
+
+    /// Creates a future that is already filled with `value`.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(filledWith:)")
+    @_disfavoredOverload
+    @inlinable
+    public init(value: Value) {
+        self.init(filledWith: value)
     }
 
     /// A future that is never filled.

@@ -22,8 +22,8 @@ public import Dispatch
 ///     }
 /// }
 ///
-/// report(Future(value: 100))
-/// report(Deferred<Int>().every { $0 * 10 })
+/// report(Future(filledWith: 100))
+/// report(Deferred<Int>().lazy.map { $0 * 10 })
 /// ```
 ///
 /// Values are `Sendable` because a future shares one value with handlers on any number of

@@ -3,7 +3,7 @@ public import Dispatch
 /// A future whose value is its base future's value passed through a transform, computed
 /// afresh on every read.
 ///
-/// Made by ``FutureProtocol/every(per:)``. Unlike ``FutureProtocol/map(upon:transform:)``,
+/// Made by `future.lazy.map { ... }`. Unlike ``FutureProtocol/map(upon:transform:)``,
 /// which runs its transform once and stores the result, a lazy map stores nothing: each
 /// handler, `peek` and `wait` applies the transform again: `peek` and `wait` on the calling
 /// thread, `upon` on the handler's executor just before the handler. Futures derived from this
@@ -12,7 +12,7 @@ public import Dispatch
 ///
 /// ```swift
 /// let size = Deferred<(width: Int, height: Int)>()
-/// let width: LazyMapFuture<Deferred<(width: Int, height: Int)>, Int> = size.every { $0.width }
+/// let width: LazyMapFuture<Deferred<(width: Int, height: Int)>, Int> = size.lazy.map { $0.width }
 /// width.upon(.main) { print("width: \($0)") }
 /// size.fill(with: (width: 640, height: 480))
 /// ```
@@ -60,41 +60,79 @@ public struct LazyMapFuture<Base: FutureProtocol, Value: Sendable>: FutureProtoc
     }
 }
 
-extension FutureProtocol {
-    /// Returns a view of this future whose value is `transform` applied to this one's, on every
-    /// read.
+/// The lazy operations on a future, made by ``FutureProtocol/lazy``: a `map` here makes a
+/// view that stores nothing and applies its transform on every read, like `lazy.map` on a
+/// sequence.
+///
+/// ```swift
+/// let user: Future<User> = service.currentUser()
+/// let name = user.lazy.map { $0.name }  // a LazyMapFuture: no allocation, no stored value
+/// name.upon(.main) { label.text = $0 }
+/// ```
+public struct LazyFutureView<Base: FutureProtocol>: Sendable {
+    /// The future whose value the views made here transform.
+    public let base: Base
+
+    @inlinable
+    internal init(base: Base) {
+        self.base = base
+    }
+
+    /// Returns a view of the base future whose value is `transform` applied to the base's, on
+    /// every read.
     ///
     /// Nothing is computed or stored up front, and no allocation is made; every handler,
-    /// `peek` and `wait` runs `transform` again:
-    ///
-    /// ```swift
-    /// let user: Future<User> = service.currentUser()
-    /// let name = user.every { $0.name }
-    /// name.upon(.main) { label.text = $0 }
-    /// ```
+    /// `peek` and `wait` runs `transform` again.
     ///
     /// - Parameter transform: A cheap, pure function of the value.
     /// - Returns: A future that delivers the transformed value.
+    @inlinable
+    public func map<NewValue: Sendable>(
+        _ transform: @escaping @Sendable (Base.Value) -> NewValue
+    ) -> LazyMapFuture<Base, NewValue> {
+        LazyMapFuture(base: base, transform: .single(transform))
+    }
+}
+
+extension FutureProtocol {
+    /// The lazy operations on this future: `future.lazy.map { ... }` is a view that applies its
+    /// transform on every read and stores nothing.
+    ///
+    /// Use ``FutureProtocol/map(upon:transform:)`` to run a transform once and keep its result.
+    @inlinable
+    public var lazy: LazyFutureView<Self> {
+        LazyFutureView(base: self)
+    }
+
+    /// Returns a view of this future whose value is `transform` applied to this one's.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, message: "write 'lazy.map { ... }'")
     @inlinable
     public func every<NewValue: Sendable>(
         per transform: @escaping @Sendable (Value) -> NewValue
     ) -> LazyMapFuture<Self, NewValue> {
-        LazyMapFuture(base: self, transform: .single(transform))
+        lazy.map(transform)
     }
 }
 
 extension LazyMapFuture {
+    /// This view itself: its `map` already applies its steps lazily.
+    @inlinable
+    public var lazy: LazyMapFuture<Base, Value> {
+        self
+    }
+
     /// Returns a view of the same base future whose value is `transform` applied to this view's
     /// value, on every read.
     ///
-    /// `every` over `every` makes one view with a chain of steps rather than a view of a view,
-    /// so chains of any length are read, filled and released without deep recursion.
+    /// A lazy map over a lazy map makes one view with a chain of steps rather than a view of a
+    /// view, so chains of any length are read, filled and released without deep recursion.
     ///
     /// - Parameter transform: A cheap, pure function of the value.
     /// - Returns: A future that delivers the transformed value.
     @inlinable
-    public func every<NewValue: Sendable>(
-        per transform: @escaping @Sendable (Value) -> NewValue
+    public func map<NewValue: Sendable>(
+        _ transform: @escaping @Sendable (Value) -> NewValue
     ) -> LazyMapFuture<Base, NewValue> {
         LazyMapFuture<Base, NewValue>(base: base, transform: self.transform.appending(transform))
     }

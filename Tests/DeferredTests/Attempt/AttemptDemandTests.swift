@@ -69,7 +69,7 @@ import Testing
         case .branchOfTop:
             top.map(upon: .immediate) { $0 }.uponSuccess(.immediate) { _ in neighbourSaw.increment() }
         case .ownerAfterTop:
-            top.andThen(upon: .immediate) { Attempt(success: $0) }.uponSuccess(.immediate) { _ in
+            top.andThen(upon: .immediate) { Attempt(succeededWith: $0) }.uponSuccess(.immediate) { _ in
                 neighbourSaw.increment()
             }
         }
@@ -112,7 +112,7 @@ import Testing
         case .branch:
             middle.map(upon: .immediate) { $0 }.uponSuccess(.immediate) { _ in neighbourSaw.increment() }
         case .owner:
-            middle.andThen(upon: .immediate) { Attempt(success: $0) }.uponSuccess(.immediate) { _ in
+            middle.andThen(upon: .immediate) { Attempt(succeededWith: $0) }.uponSuccess(.immediate) { _ in
                 neighbourSaw.increment()
             }
         case .join:
@@ -213,9 +213,9 @@ import Testing
             switch self {
             case .recover: attempt.recover(upon: .immediate) { _ in 42 }
             case .mapError: attempt.mapError(upon: .immediate) { _ in .failed(42) }
-            case .delay: attempt.delay(by: .zero, on: StoppedClock())
-            case .andThen: attempt.andThen(upon: .immediate) { Attempt(success: $0 + 1) }
-            case .fallback: attempt.fallback(upon: .immediate) { _ in Attempt(failure: .failed(42)) }
+            case .delay: attempt.delay(by: .zero, upon: StoppedClock())
+            case .andThen: attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0 + 1) }
+            case .fallback: attempt.fallback(upon: .immediate) { _ in Attempt(failedWith: .failed(42)) }
             }
         }
 
@@ -241,7 +241,7 @@ import Testing
             aboveRuns.increment()
             return value
         }
-        let limited = above.timeout(after: .zero, on: StoppedClock(), failingWith: .timedOut)
+        let limited = above.timeout(after: .zero, upon: StoppedClock(), failingWith: .timedOut)
         #expect(limited.peek() == .failure(.timedOut))
         let below = kind.stage(after: limited)
         #expect(root.succeed(with: 0))

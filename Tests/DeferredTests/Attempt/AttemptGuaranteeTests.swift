@@ -56,11 +56,11 @@ import Testing
     @Test func cancelReachesTheAttemptAStepStarted() {
         let stopped = Counter()
         let started = Counter()
-        let andThen = Attempt<Int, TestError>(success: 1).andThen(upon: .immediate) { _ in
+        let andThen = Attempt<Int, TestError>(succeededWith: 1).andThen(upon: .immediate) { _ in
             started.increment()
             return Self.producer(counting: stopped)
         }
-        let fallback = Attempt<Int, TestError>(failure: .failed(1)).fallback(upon: .immediate) { _ in
+        let fallback = Attempt<Int, TestError>(failedWith: .failed(1)).fallback(upon: .immediate) { _ in
             started.increment()
             return Self.producer(counting: stopped)
         }
@@ -112,7 +112,7 @@ import Testing
             case .andThen:
                 source.andThen(upon: queue) { value in
                     ran.increment()
-                    return Attempt(success: value)
+                    return Attempt(succeededWith: value)
                 }
             case .recover:
                 source.recover(upon: queue) { _ in
@@ -122,7 +122,7 @@ import Testing
             case .fallback:
                 source.fallback(upon: queue) { _ in
                     ran.increment()
-                    return Attempt(success: 0)
+                    return Attempt(succeededWith: 0)
                 }
             }
         }
@@ -147,9 +147,9 @@ import Testing
         let queue = DispatchQueue(label: "held")
         let starts = Counter()
         queue.suspend()
-        let retrying = Attempt<Int, TestError>.retry(attempts: 4, on: queue) {
+        let retrying = Attempt<Int, TestError>.retry(attempts: 4, upon: queue) {
             starts.increment()
-            return Attempt(failure: .failed(1))
+            return Attempt(failedWith: .failed(1))
         }
         #expect(starts.value == 1, "the first attempt failed and the first retry is queued")
         retrying.cancel()
@@ -193,7 +193,7 @@ import Testing
 
     @Test func chainedCallbacksReturnTheAttempt() {
         let values = Counter()
-        let attempt = Attempt<Int, TestError>(success: 2)
+        let attempt = Attempt<Int, TestError>(succeededWith: 2)
         let returned =
             attempt
             .uponSuccess(.immediate) { _ in values.increment() }
@@ -219,7 +219,7 @@ import Testing
     @Test func anyErrorAttemptsNeedNoAnnotationsAndCancelWithCancellationError() throws {
         let parsed = Attempt { try Self.decode("12") }
         #expect(try parsed.peek()?.get() == 12)
-        let failed = Attempt(success: "x").map(upon: .immediate) { try Self.decode($0) }
+        let failed = Attempt(succeededWith: "x").map(upon: .immediate) { try Self.decode($0) }
         #expect((failed.peek()?.failureValue as? PlainError) == PlainError(code: 1))
         let writer = DeferredAttempt<Data, any Error>()
         writer.attempt.cancel()
@@ -286,7 +286,8 @@ import Testing
         number.fail(with: .failed(7))
         #expect(both.peek()?.failureValue == .failed(7), "the first failure in time, at once")
         #expect(stopped.value == 1, "the other attempt is cancelled")
-        let joined = Attempt<Int, TestError>(success: 1).and(Attempt(success: "one"), Attempt(success: 1.5))
+        let joined = Attempt<Int, TestError>(succeededWith: 1).and(
+            Attempt(succeededWith: "one"), Attempt(succeededWith: 1.5))
         #expect(joined.peek().map { (try? $0.get()).map { "\($0.0) \($0.1) \($0.2)" } } == "1 one 1.5")
     }
 }

@@ -17,7 +17,7 @@ import Testing
             switch self {
             case .root: producer.attempt
             case .map: producer.attempt.map(upon: .immediate) { $0 }
-            case .andThen: producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }
+            case .andThen: producer.attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0) }
             case .allSucceeded: [producer.attempt].allSucceeded().map(upon: .immediate) { $0[0] }
             }
         }

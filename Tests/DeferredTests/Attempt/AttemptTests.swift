@@ -27,10 +27,10 @@ import Testing
     }
 
     @Test func attemptsCanBeMadeFinished() {
-        #expect(Attempt<Int, TestError>(success: 1).peek() == .success(1))
-        #expect(Attempt<Int, TestError>(failure: .failed(2)).peek() == .failure(.failed(2)))
-        #expect(Attempt<Int, TestError>(result: .success(3)).peek() == .success(3))
-        let finished = Attempt<Int, TestError>(success: 1)
+        #expect(Attempt<Int, TestError>(succeededWith: 1).peek() == .success(1))
+        #expect(Attempt<Int, TestError>(failedWith: .failed(2)).peek() == .failure(.failed(2)))
+        #expect(Attempt<Int, TestError>(filledWith: .success(3)).peek() == .success(3))
+        let finished = Attempt<Int, TestError>(succeededWith: 1)
         finished.cancel()
         #expect(finished.peek() == .success(1), "cancelling a finished attempt does nothing")
     }
@@ -44,7 +44,7 @@ import Testing
         writer.succeed(with: 1)
         #expect(successes.value == 1)
         #expect(failures.value == 0)
-        let failed = Attempt<Int, TestError>(failure: .failed(1))
+        let failed = Attempt<Int, TestError>(failedWith: .failed(1))
         failed.uponSuccess(.immediate) { _ in successes.increment() }
         failed.uponFailure(.immediate) { _ in failures.increment() }
         #expect(successes.value == 1)
@@ -54,9 +54,9 @@ import Testing
     @Test func everyCoreFutureAPIWorksOnAttempts() async {
         let writer = DeferredAttempt<Int, TestError>()
         let attempt = writer.attempt
-        let doubled = attempt.every { (try? $0.get()).map { $0 * 2 } }
+        let doubled = attempt.lazy.map { (try? $0.get()).map { $0 * 2 } }
         let done = attempt.ignored()
-        let both = [attempt, Attempt(success: 5)].allFilled()
+        let both = [attempt, Attempt(succeededWith: 5)].allFilled()
         writer.succeed(with: 4)
         #expect(doubled.peek() == 8)
         #expect(done.isFilled)
@@ -65,9 +65,9 @@ import Testing
     }
 
     @Test func asyncRunsTheWorkOnTheExecutor() {
-        let succeeded = Attempt<Int, TestError>.async(upon: .global()) { 6 }
+        let succeeded = Attempt<Int, TestError>(upon: .global()) { 6 }
         #expect(succeeded.value() == .success(6))
-        let failed = Attempt<Int, TestError>.async(upon: .global()) { () throws(TestError) -> Int in
+        let failed = Attempt<Int, TestError>(upon: .global()) { () throws(TestError) -> Int in
             throw .failed(4)
         }
         #expect(failed.value() == .failure(.failed(4)))
@@ -77,7 +77,7 @@ import Testing
         let held = DispatchQueue(label: "held")
         held.suspend()
         let ran = Counter()
-        let attempt = Attempt<Int, TestError>.async(upon: held) {
+        let attempt = Attempt<Int, TestError>(upon: held) {
             ran.increment()
             return 1
         }
@@ -183,7 +183,7 @@ import Testing
     @Test func cancellingTheSourceFailsEveryDerivedAttempt() {
         let writer = DeferredAttempt<Int, TestError>()
         let mapped = writer.attempt.map(upon: .immediate) { $0 * 2 }
-        let chained = mapped.andThen(upon: .immediate) { Attempt(success: $0 + 1) }
+        let chained = mapped.andThen(upon: .immediate) { Attempt(succeededWith: $0 + 1) }
         writer.attempt.cancel()
         #expect(mapped.peek() == .failure(.cancelled))
         #expect(chained.peek() == .failure(.cancelled))
@@ -265,7 +265,7 @@ import Testing
         let stopped = Deferred<Void>()
         writer.onCancel { stopped.fill() }
         let limited = writer.attempt.timeout(
-            after: .milliseconds(20), on: DispatchQueue.global(), failingWith: .timedOut)
+            after: .milliseconds(20), upon: DispatchQueue.global(), failingWith: .timedOut)
         #expect(limited.value() == .failure(.timedOut))
         #expect(stopped.value() != nil, "the producer was told to stop")
         #expect(!writer.succeed(with: 1))
@@ -273,7 +273,7 @@ import Testing
 
     @Test func aResultWithinTheTimeoutPassesThrough() {
         let writer = DeferredAttempt<Int, TestError>()
-        let limited = writer.attempt.timeout(after: .seconds(30), on: DispatchQueue.global(), failingWith: .timedOut)
+        let limited = writer.attempt.timeout(after: .seconds(30), upon: DispatchQueue.global(), failingWith: .timedOut)
         writer.succeed(with: 1)
         #expect(limited.peek() == .success(1))
     }
@@ -344,7 +344,7 @@ import Testing
             writer.onCancel { _ = tracked }
             let chained = writer.attempt
                 .map(upon: .immediate) { $0 }
-                .andThen(upon: .immediate) { Attempt(success: $0) }
+                .andThen(upon: .immediate) { Attempt(succeededWith: $0) }
                 .recover(upon: .immediate) { _ in LifetimeTracked(live) }
             chained.cancel()
         }
@@ -358,7 +358,7 @@ import Testing
             let tracked = LifetimeTracked(live)
             writer.onCancel { _ = tracked }
             _ = writer.attempt.map(upon: .immediate) { $0 }.timeout(
-                after: .seconds(60), on: DispatchQueue.global(), failingWith: .timedOut)
+                after: .seconds(60), upon: DispatchQueue.global(), failingWith: .timedOut)
         }
         #expect(live.value == 0, "no cycle keeps an unfinished chain alive")
     }

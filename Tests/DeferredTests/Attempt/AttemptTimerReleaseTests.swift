@@ -33,10 +33,10 @@ import Testing
         var retrying: Attempt<Int, TestError>? = nil
         do {
             let tracked = LifetimeTracked(live)
-            retrying = Attempt.retry(attempts: 4, delay: Self.farAway, on: timers) {
+            retrying = Attempt.retry(attempts: 4, delay: Self.farAway, upon: timers) {
                 _ = tracked
                 calls.increment()
-                return Attempt(failure: .failed(0))
+                return Attempt(failedWith: .failed(0))
             }
         }
         #expect(calls.value == 1, "the first attempt started; the retry waits out its backoff")
@@ -59,7 +59,7 @@ import Testing
         defer { timers.discardAll() }
         let live = LiveCount()
         let producer = DeferredAttempt<LifetimeTracked, TestError>()
-        let delayed = producer.attempt.delay(by: Self.farAway, on: timers)
+        let delayed = producer.attempt.delay(by: Self.farAway, upon: timers)
         producer.succeed(with: LifetimeTracked(live))
         producer.attempt.cancel()  // Withdraws nothing the delay holds: it is a late cancel.
         #expect(live.value == 1, "the producer and the delay hold the result")
@@ -83,7 +83,7 @@ extension AttemptTimerReleaseTests {
         let live = LiveCount()
         let producer = DeferredAttempt<Int, any Error>()
         var limited: Attempt<Int, any Error>? = producer.attempt.timeout(
-            after: Self.farAway, on: timers, failingWith: TrackedError(tracked: LifetimeTracked(live)))
+            after: Self.farAway, upon: timers, failingWith: TrackedError(tracked: LifetimeTracked(live)))
         #expect(live.value == 1)
         limited?.cancel()
         limited = nil
@@ -98,7 +98,7 @@ extension AttemptTimerReleaseTests {
         let producer = DeferredAttempt<Int, TestError>()
         let retrying: Attempt<Int, TestError> = {
             let tracked = LifetimeTracked(live)
-            return Attempt.retry(attempts: 3, on: timers) {
+            return Attempt.retry(attempts: 3, upon: timers) {
                 _ = tracked
                 return producer.attempt
             }
@@ -115,7 +115,7 @@ extension AttemptTimerReleaseTests {
         let live = LiveCount()
         let delayed: Attempt<LifetimeTracked, TestError> = {
             let producer = DeferredAttempt<LifetimeTracked, TestError>()
-            let delayed = producer.attempt.delay(by: Self.farAway, on: timers)
+            let delayed = producer.attempt.delay(by: Self.farAway, upon: timers)
             producer.succeed(with: LifetimeTracked(live))
             return delayed
         }()
@@ -196,9 +196,9 @@ extension AttemptTimerReleaseTests {
             switch kind {
             case .retry:
                 let reads = ReadsOnRelease(registry)
-                let attempt = Attempt<Int, TestError>.retry(attempts: 4, delay: Self.farAway, on: timers) {
+                let attempt = Attempt<Int, TestError>.retry(attempts: 4, delay: Self.farAway, upon: timers) {
                     _ = reads
-                    return Attempt(failure: .failed(0))
+                    return Attempt(failedWith: .failed(0))
                 }
                 registry.read = Self.reading(attempt, reading)
                 cancel = {
@@ -207,7 +207,7 @@ extension AttemptTimerReleaseTests {
                 }
             case .delay:
                 let producer = DeferredAttempt<ReadsOnRelease, TestError>()
-                let attempt = producer.attempt.delay(by: Self.farAway, on: timers)
+                let attempt = producer.attempt.delay(by: Self.farAway, upon: timers)
                 producer.succeed(with: ReadsOnRelease(registry))
                 registry.read = Self.reading(attempt, reading)
                 cancel = {
@@ -217,7 +217,7 @@ extension AttemptTimerReleaseTests {
             case .timeout:
                 let producer = DeferredAttempt<Int, any Error>()
                 let attempt = producer.attempt.timeout(
-                    after: Self.farAway, on: timers, failingWith: ReleasingError(reads: ReadsOnRelease(registry)))
+                    after: Self.farAway, upon: timers, failingWith: ReleasingError(reads: ReadsOnRelease(registry)))
                 registry.read = Self.reading(attempt, reading)
                 cancel = {
                     attempt.cancel()

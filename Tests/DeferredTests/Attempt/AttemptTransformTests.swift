@@ -5,14 +5,15 @@ import Testing
 
 @Suite struct AttemptTransformTests {
     @Test func mapTransformsASuccessAndPassesAFailureOn() {
-        #expect(Attempt<Int, TestError>(success: 2).map(upon: .immediate) { $0 * 3 }.peek() == .success(6))
+        #expect(Attempt<Int, TestError>(succeededWith: 2).map(upon: .immediate) { $0 * 3 }.peek() == .success(6))
         #expect(
-            Attempt<Int, TestError>(failure: .failed(1)).map(upon: .immediate) { $0 * 3 }.peek() == .failure(.failed(1))
+            Attempt<Int, TestError>(failedWith: .failed(1)).map(upon: .immediate) { $0 * 3 }.peek()
+                == .failure(.failed(1))
         )
     }
 
     @Test func aThrowingTransformFailsTheAttemptWithItsTypedError() {
-        let mapped = Attempt<Int, TestError>(success: 2).map(upon: .immediate) { value throws(TestError) -> Int in
+        let mapped = Attempt<Int, TestError>(succeededWith: 2).map(upon: .immediate) { value throws(TestError) -> Int in
             throw .failed(value)
         }
         #expect(mapped.peek() == .failure(.failed(2)))
@@ -30,12 +31,12 @@ import Testing
             let code: Int
             static var cancelled: Wrapped { Wrapped(code: -1) }
         }
-        let failed = Attempt<Int, TestError>(failure: .failed(4)).mapError(upon: .immediate) { error in
+        let failed = Attempt<Int, TestError>(failedWith: .failed(4)).mapError(upon: .immediate) { error in
             Wrapped(code: error == .failed(4) ? 4 : 0)
         }
         #expect(failed.peek() == .failure(Wrapped(code: 4)))
         #expect(
-            Attempt<Int, TestError>(success: 1).mapError(upon: .immediate) { _ in Wrapped(code: 0) }.peek()
+            Attempt<Int, TestError>(succeededWith: 1).mapError(upon: .immediate) { _ in Wrapped(code: 0) }.peek()
                 == .success(1))
         let pending = DeferredAttempt<Int, TestError>()
         let translated = pending.attempt.mapError(upon: .immediate) { _ in Wrapped(code: 9) }
@@ -55,14 +56,14 @@ import Testing
 
     @Test func andThenStopsAtTheFirstFailure() {
         let started = Counter()
-        let chained = Attempt<Int, TestError>(failure: .failed(1)).andThen(upon: .immediate) {
+        let chained = Attempt<Int, TestError>(failedWith: .failed(1)).andThen(upon: .immediate) {
             value -> Attempt<Int, TestError> in
             started.increment()
-            return Attempt(success: value)
+            return Attempt(succeededWith: value)
         }
         #expect(chained.peek() == .failure(.failed(1)))
         #expect(started.value == 0)
-        let throwing = Attempt<Int, TestError>(success: 1).andThen(upon: .immediate) {
+        let throwing = Attempt<Int, TestError>(succeededWith: 1).andThen(upon: .immediate) {
             value throws(TestError) -> Attempt<Int, TestError> in
             throw .failed(value + 1)
         }
@@ -70,11 +71,11 @@ import Testing
     }
 
     @Test func typedErrorsTravelThroughAChain() async {
-        let chained = Attempt<Int, TestError>(success: 1)
+        let chained = Attempt<Int, TestError>(succeededWith: 1)
             .map(upon: .immediate) { $0 + 1 }
             .andThen(upon: .global()) { value throws(TestError) -> Attempt<Int, TestError> in
                 guard value < 2 else { throw .failed(value) }
-                return Attempt(success: value)
+                return Attempt(succeededWith: value)
             }
             .map(upon: .immediate) { $0 * 100 }
         do throws(TestError) {
@@ -86,12 +87,12 @@ import Testing
     }
 
     @Test func recoverTurnsAFailureIntoAValue() {
-        let recovered = Attempt<Int, TestError>(failure: .failed(3)).recover(upon: .immediate) { error in
+        let recovered = Attempt<Int, TestError>(failedWith: .failed(3)).recover(upon: .immediate) { error in
             error == .failed(3) ? 30 : 0
         }
         #expect(recovered.peek() == .success(30))
-        #expect(Attempt<Int, TestError>(success: 1).recover(upon: .immediate) { _ in 0 }.peek() == .success(1))
-        let rethrown = Attempt<Int, TestError>(failure: .failed(1)).recover(upon: .immediate) {
+        #expect(Attempt<Int, TestError>(succeededWith: 1).recover(upon: .immediate) { _ in 0 }.peek() == .success(1))
+        let rethrown = Attempt<Int, TestError>(failedWith: .failed(1)).recover(upon: .immediate) {
             error throws(TestError) -> Int in
             throw error
         }
@@ -100,12 +101,14 @@ import Testing
 
     @Test func fallbackTurnsAFailureIntoAnotherAttempt() {
         let mirror = DeferredAttempt<String, TestError>()
-        let page = Attempt<String, TestError>(failure: .failed(404)).fallback(upon: .immediate) { _ in mirror.attempt }
+        let page = Attempt<String, TestError>(failedWith: .failed(404)).fallback(upon: .immediate) { _ in mirror.attempt
+        }
         #expect(page.peek() == nil)
         mirror.succeed(with: "from the mirror")
         #expect(page.peek() == .success("from the mirror"))
         #expect(
-            Attempt<String, TestError>(success: "primary").fallback(upon: .immediate) { _ in mirror.attempt }.peek()
+            Attempt<String, TestError>(succeededWith: "primary").fallback(upon: .immediate) { _ in mirror.attempt }
+                .peek()
                 == .success("primary"))
     }
 
@@ -138,9 +141,9 @@ import Testing
     }
 
     @Test func getReturnsTheValueOrThrowsTheTypedError() async throws {
-        #expect(try await Attempt<Int, TestError>(success: 1).get() == 1)
+        #expect(try await Attempt<Int, TestError>(succeededWith: 1).get() == 1)
         do throws(TestError) {
-            _ = try await Attempt<Int, TestError>(failure: .failed(5)).get()
+            _ = try await Attempt<Int, TestError>(failedWith: .failed(5)).get()
         } catch {
             #expect(error == .failed(5))
         }
@@ -153,9 +156,9 @@ import Testing
 @Suite struct AttemptRetryTests {
     @Test func retryStopsAtTheFirstSuccess() {
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global()) {
+        let result = Attempt<Int, TestError>.retry(attempts: 6, upon: DispatchQueue.global()) {
             let number = tries.increment()
-            return number < 2 ? Attempt(failure: .failed(number)) : Attempt(success: number)
+            return number < 2 ? Attempt(failedWith: .failed(number)) : Attempt(succeededWith: number)
         }
         #expect(result.value() == .success(2))
         #expect(tries.value == 3)
@@ -165,8 +168,8 @@ import Testing
     @Test(arguments: [1, 2, 3])
     func retryGivesUpWithTheLastFailureAfterItsAttempts(attempts: Int) {
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(attempts: attempts, on: DispatchQueue.global()) {
-            Attempt(failure: .failed(tries.increment()))
+        let result = Attempt<Int, TestError>.retry(attempts: attempts, upon: DispatchQueue.global()) {
+            Attempt(failedWith: .failed(tries.increment()))
         }
         #expect(result.value() == .failure(.failed(attempts - 1)))
         #expect(tries.value == attempts, "the first start and \(attempts - 1) retries")
@@ -175,8 +178,8 @@ import Testing
     @Test func retryAsksWhetherAFailureIsWorthRetrying() {
         let tries = Counter()
         let worthRetrying: @Sendable (TestError) -> Bool = { $0 != .failed(1) }
-        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global(), while: worthRetrying) {
-            Attempt(failure: .failed(tries.increment()))
+        let result = Attempt<Int, TestError>.retry(attempts: 6, upon: DispatchQueue.global(), while: worthRetrying) {
+            Attempt(failedWith: .failed(tries.increment()))
         }
         #expect(result.value() == .failure(.failed(1)))
         #expect(tries.value == 2)
@@ -185,7 +188,7 @@ import Testing
     @Test func cancellingARetryCancelsTheAttemptInFlightAndStops() {
         let writers = Deferred<DeferredAttempt<Int, TestError>>()
         let tries = Counter()
-        let result = Attempt<Int, TestError>.retry(attempts: 6, on: DispatchQueue.global()) {
+        let result = Attempt<Int, TestError>.retry(attempts: 6, upon: DispatchQueue.global()) {
             tries.increment()
             let writer = DeferredAttempt<Int, TestError>()
             writers.fill(with: writer)

@@ -9,29 +9,31 @@ import Testing
     enum High: Error, Equatable { case w(Low) }
 
     @Test func aChainAfterMapErrorTypeChecksAsWritten() {
-        let chained = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.andThen(
+        let chained = Attempt<Int, Low>(failedWith: .x).mapError(upon: .immediate) { High.w($0) }.andThen(
             upon: .immediate
-        ) { Attempt(success: $0 + 1) }
+        ) { Attempt(succeededWith: $0 + 1) }
         #expect(chained.peek() == .failure(.w(.x)))
 
-        let mapped = Attempt<Int, Low>(success: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) {
+        let mapped = Attempt<Int, Low>(succeededWith: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate)
+        {
             $0 + 1
         }
         #expect(mapped.peek() == .success(2))
 
-        let recovered = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.recover(
+        let recovered = Attempt<Int, Low>(failedWith: .x).mapError(upon: .immediate) { High.w($0) }.recover(
             upon: .immediate
         ) { _ in 7 }
         #expect(recovered.peek() == .success(7))
 
-        let fellBack = Attempt<Int, Low>(failure: .x).mapError(upon: .immediate) { High.w($0) }.fallback(
+        let fellBack = Attempt<Int, Low>(failedWith: .x).mapError(upon: .immediate) { High.w($0) }.fallback(
             upon: .immediate
-        ) { _ in Attempt(success: 8) }
+        ) { _ in Attempt(succeededWith: 8) }
         #expect(fellBack.peek() == .success(8))
     }
 
     @Test func aStageThatThrowsStillTypeChecksAfterMapError() {
-        let thrown = Attempt<Int, Low>(success: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) {
+        let thrown = Attempt<Int, Low>(succeededWith: 1).mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate)
+        {
             value throws(High) in
             if value > 0 { throw .w(.x) }
             return value
@@ -41,35 +43,38 @@ import Testing
 
     @Test func anAndThenThatReturnsANewAttemptStaysAnAttempt() {
         let producer = DeferredAttempt<Int, TestError>()
-        let next = producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }
-        let mappedAfter = producer.attempt.andThen(upon: .immediate) { Attempt(success: $0) }.map(upon: .immediate) {
+        let next = producer.attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0) }
+        let mappedAfter = producer.attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0) }.map(
+            upon: .immediate
+        ) {
             $0
         }
         let mappedBefore = producer.attempt.map(upon: .immediate) { $0 }.andThen(upon: .immediate) {
-            Attempt(success: $0)
+            Attempt(succeededWith: $0)
         }
         producer.succeed(with: 4)
         // Each is an attempt of the value, not a future of a result.
         let attempts: [Attempt<Int, TestError>] = [next, mappedAfter, mappedBefore]
         #expect(attempts.map { $0.peek() } == [.success(4), .success(4), .success(4)])
-        #expect(Attempt(success: 3).peek().map { _ in true } == true, "Attempt(success:) stands on its own")
+        #expect(Attempt(succeededWith: 3).peek().map { _ in true } == true, "Attempt(succeededWith:) stands on its own")
     }
 
     /// Stages after `mapError` whose closures do not pin the value's type, and stages after an
-    /// `Attempt(success:)` of `any Error`, stay attempts of the failure type written before them.
+    /// `Attempt(succeededWith:)` of `any Error`, stay attempts of the failure type written before them.
     @Test func stagesWhoseClosuresSayLittleKeepTheFailureTypeBeforeThem() {
-        let low = Attempt<Int, Low>(success: 1)
+        let low = Attempt<Int, Low>(succeededWith: 1)
         let chains: [Attempt<Int, High>] = [
-            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { _ in Attempt(failure: .w(.x)) },
-            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { Attempt(success: $0) },
+            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { _ in Attempt(failedWith: .w(.x))
+            },
+            low.mapError(upon: .immediate) { High.w($0) }.andThen(upon: .immediate) { Attempt(succeededWith: $0) },
             low.mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) { _ in 5 },
             low.mapError(upon: .immediate) { High.w($0) }.map(upon: .immediate) { $0 },
             low.mapError(upon: .immediate) { High.w($0) }.recover(upon: .immediate) { _ in 0 },
         ]
         #expect(chains.map { $0.peek() } == [.failure(.w(.x)), .success(1), .success(5), .success(1), .success(1)])
         let anyError: [Attempt<Int, any Error>] = [
-            Attempt(success: 1).map(upon: .immediate) { $0 + 1 },
-            Attempt(success: 1).recover(upon: .immediate) { _ in 0 },
+            Attempt(succeededWith: 1).map(upon: .immediate) { $0 + 1 },
+            Attempt(succeededWith: 1).recover(upon: .immediate) { _ in 0 },
         ]
         #expect(anyError.map { try? $0.peek()?.get() } == [2, 1])
     }

@@ -7,7 +7,7 @@ import Testing
     @Test func andJoinsFuturesOfDifferentTypesIntoATuple() {
         let number = Deferred<Int>()
         let word = Deferred<String>()
-        let flag = Future(value: true)
+        let flag = Future(filledWith: true)
         let joined = number.and(word, flag)
         word.fill(with: "two")
         #expect(joined.peek() == nil)
@@ -20,7 +20,7 @@ import Testing
 
     @Test func andJoinsAnyNumberOfFutures() {
         let parts = (0..<6).map { _ in Deferred<Int>() }
-        let joined = parts[0].and(parts[1], parts[2], parts[3], parts[4], parts[5].every { "\($0)" })
+        let joined = parts[0].and(parts[1], parts[2], parts[3], parts[4], parts[5].lazy.map { "\($0)" })
         for (index, part) in parts.enumerated().reversed() {
             #expect(joined.peek() == nil)
             part.fill(with: index)
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func andWithOneOtherMakesAPair() {
-        let joined = Future(value: 1).and(Future(value: "one"))
+        let joined = Future(filledWith: 1).and(Future(filledWith: "one"))
         #expect(joined.peek()?.0 == 1)
         #expect(joined.peek()?.1 == "one")
     }

@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func andThenOfAnAlreadyFilledStepIsFilledAtOnce() {
-        let chained = Future(value: 2).andThen(upon: .immediate) { Future(value: $0 * 2) }
+        let chained = Future(filledWith: 2).andThen(upon: .immediate) { Future(filledWith: $0 * 2) }
         #expect(chained.peek() == 4)
         let deferred = Deferred<Int>()
         let later = deferred.andThen(upon: .immediate) { Deferred(filledWith: $0 + 1) }
@@ -31,7 +31,8 @@ import Testing
         let key = DispatchSpecificKey<Bool>()
         executor.queue.setSpecific(key: key, value: true)
         let deferred = Deferred<Int>()
-        let chained = deferred.andThen(upon: executor) { _ in Future(value: DispatchQueue.getSpecific(key: key) == true)
+        let chained = deferred.andThen(upon: executor) { _ in
+            Future(filledWith: DispatchQueue.getSpecific(key: key) == true)
         }
         deferred.fill(with: 1)
         #expect(chained.value() == true)
@@ -43,7 +44,7 @@ import Testing
         let inner = Deferred<Int>()
         let viaCustom = source.andThen(upon: .immediate) { _ in CountingFuture(base: inner) }
         let viaErased = source.andThen(upon: .immediate) { _ in CountingFuture(base: inner).eraseToFuture() }
-        let viaLazy = source.andThen(upon: .immediate) { _ in inner.every { $0 * 2 } }
+        let viaLazy = source.andThen(upon: .immediate) { _ in inner.lazy.map { $0 * 2 } }
         source.fill(with: 0)
         inner.fill(with: 8)
         #expect(viaCustom.peek() == 8)
@@ -66,7 +67,7 @@ import Testing
             let tracked = LifetimeTracked(live)
             chained = deferred.andThen(upon: .immediate) { value in
                 _ = tracked
-                return Future(value: value)
+                return Future(filledWith: value)
             }
         }
         #expect(live.value == 1)

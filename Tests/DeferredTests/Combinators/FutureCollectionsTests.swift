@@ -28,7 +28,7 @@ import Testing
     @Test func allFilledOfFilledAndCustomFutures() {
         let pending = Deferred<Int>()
         let futures = [
-            Future(value: 1), Future(CountingFuture(base: pending)), pending.every { $0 + 1 }.eraseToFuture(),
+            Future(filledWith: 1), Future(CountingFuture(base: pending)), pending.lazy.map { $0 + 1 }.eraseToFuture(),
         ]
         let all = futures.allFilled()
         #expect(all.peek() == nil)
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func firstFilledOfAnAlreadyFilledFutureIsFilledAtOnce() {
-        let first = [Future<Int>.never, Future(value: 3), Future(value: 4)].firstFilled()
+        let first = [Future<Int>.never, Future(filledWith: 3), Future(filledWith: 4)].firstFilled()
         #expect(first.peek() == 3)
     }
 

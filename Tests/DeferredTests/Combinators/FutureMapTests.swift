@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func mapOfAFilledFutureIsFilledAtOnceOnTheImmediateExecutor() {
-        #expect(Future(value: 2).map(upon: .immediate) { $0 * 3 }.peek() == 6)
+        #expect(Future(filledWith: 2).map(upon: .immediate) { $0 * 3 }.peek() == 6)
     }
 
     @Test func mapRunsTheTransformExactlyOnceWhateverTheReaders() {

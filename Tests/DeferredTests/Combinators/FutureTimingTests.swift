@@ -21,7 +21,7 @@ import Testing
 
     @Test func timeoutSubstitutesWhenTheValueIsLate() {
         let reply = Deferred<String>()
-        let limited = reply.timeout(after: .milliseconds(20), on: DispatchQueue.global(), substituting: "cached")
+        let limited = reply.timeout(after: .milliseconds(20), upon: DispatchQueue.global(), substituting: "cached")
         #expect(limited.value() == "cached")
         reply.fill(with: "fresh")
         #expect(limited.peek() == "cached")
@@ -29,13 +29,13 @@ import Testing
 
     @Test func timeoutPassesOnAValueThatArrivesInTime() {
         let reply = Deferred<String>()
-        let limited = reply.timeout(after: .seconds(30), on: DispatchQueue.global(), substituting: "cached")
+        let limited = reply.timeout(after: .seconds(30), upon: DispatchQueue.global(), substituting: "cached")
         reply.fill(with: "fresh")
         #expect(limited.peek() == "fresh")
     }
 
     @Test func timeoutOfAFilledFutureIsFilledAtOnce() {
-        let limited = Future(value: 1).timeout(after: .seconds(30), on: DispatchQueue.global(), substituting: 0)
+        let limited = Future(filledWith: 1).timeout(after: .seconds(30), upon: DispatchQueue.global(), substituting: 0)
         #expect(limited.peek() == 1)
     }
 
@@ -46,7 +46,7 @@ import Testing
             let reply = Deferred<Int>()
             let tracked = LifetimeTracked(live)
             reply.upon(.immediate) { _ in _ = tracked }
-            limited = reply.timeout(after: .seconds(30), on: DispatchQueue.global(), substituting: 0)
+            limited = reply.timeout(after: .seconds(30), upon: DispatchQueue.global(), substituting: 0)
         }
         #expect(live.value == 0, "the original and its handlers were released")
         #expect(limited.peek() == nil)
@@ -54,7 +54,7 @@ import Testing
 
     @Test func delayFillsAfterTheSourceAndTheDelay() {
         let source = Deferred<Int>()
-        let delayed = source.delay(by: .milliseconds(20), on: DispatchQueue.global())
+        let delayed = source.delay(by: .milliseconds(20), upon: DispatchQueue.global())
         let started = DispatchTime.now()
         source.fill(with: 4)
         #expect(delayed.value() == 4)

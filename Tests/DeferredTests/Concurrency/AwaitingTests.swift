@@ -6,9 +6,9 @@ import Testing
 
 @Suite struct AwaitingTests {
     @Test func awaitingAFilledFutureReturnsAtOnce() async {
-        #expect(await Future(value: 3).value == 3)
+        #expect(await Future(filledWith: 3).value == 3)
         #expect(await Deferred(filledWith: "x").value == "x")
-        #expect(await Future(value: 3).every { $0 + 1 }.value == 4)
+        #expect(await Future(filledWith: 3).lazy.map { $0 + 1 }.value == 4)
     }
 
     @Test func awaitingSuspendsUntilAnotherThreadFills() async {
@@ -47,7 +47,7 @@ import Testing
         let deferred = Deferred<Int>()
         DispatchQueue.global().async { deferred.fill(with: 4) }
         #expect(try await deferred.get() == 4)
-        #expect(try await Future(value: 5).get() == 5)
+        #expect(try await Future(filledWith: 5).get() == 5)
         #expect(try await CountingFuture(base: deferred).get() == 4)
     }
 
@@ -63,7 +63,7 @@ import Testing
     @Test func getOfAnAlreadyCancelledTaskThrowsAtOnceUnlessTheValueIsThere() async {
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            let filled = try await Future(value: 1).get()
+            let filled = try await Future(filledWith: 1).get()
             _ = try await Future<Int>.never.get()
             return filled
         }
@@ -215,7 +215,7 @@ private func cancelWaiters(on deferred: Deferred<[UInt8]>, count: Int, together:
     }
 
     @Test func mapOnTheMainActorRunsTheTransformThere() async {
-        let mapped = Future(value: 2).map(upon: .mainActor) { value in
+        let mapped = Future(filledWith: 2).map(upon: .mainActor) { value in
             MainActor.assumeIsolated { value * 10 }
         }
         #expect(await mapped.value == 20)

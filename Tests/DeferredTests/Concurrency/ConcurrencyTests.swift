@@ -12,7 +12,7 @@ import Testing
         requireSendable(Deferred<Int>())
         requireSendable(Future<String>.never)
         requireSendable(Deferred<Int>().ignored())
-        requireSendable(Deferred<Int>().every { $0 })
+        requireSendable(Deferred<Int>().lazy.map { $0 })
         requireSendable(ImmediateExecutor())
         requireSendable(DispatchQueue.main as any Executor)
     }
@@ -28,7 +28,7 @@ import Testing
             if index % 8 == 0, deferred.fill(with: index) {
                 wins.increment()
             }
-            _ = deferred.map(upon: .immediate) { $0 }.and(Future(value: index)).peek()
+            _ = deferred.map(upon: .immediate) { $0 }.and(Future(filledWith: index)).peek()
         }
         #expect(wins.value == 1)
         #expect(ran.value == 64)

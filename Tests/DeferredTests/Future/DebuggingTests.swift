@@ -9,10 +9,10 @@ import Testing
         #expect(deferred.debugDescription == "Deferred(unfilled)")
         deferred.fill(with: 42)
         #expect(deferred.debugDescription == "Deferred(filled: 42)")
-        #expect(Future(value: "hi").debugDescription == "Future(filled: \"hi\")")
+        #expect(Future(filledWith: "hi").debugDescription == "Future(filled: \"hi\")")
         #expect(Future<Int>.never.debugDescription == "Future(unfilled)")
         #expect(deferred.ignored().debugDescription == "IgnoringFuture(filled: ())")
-        #expect(deferred.every { $0 + 1 }.debugDescription == "LazyMapFuture(filled: 43)")
+        #expect(deferred.lazy.map { $0 + 1 }.debugDescription == "LazyMapFuture(filled: 43)")
         #expect(String(reflecting: deferred) == "Deferred(filled: 42)")
     }
 

@@ -16,7 +16,7 @@ import Testing
     }
 
     @Test func aFutureCreatedWithAValueIsFilled() {
-        let future = Future(value: "ready")
+        let future = Future(filledWith: "ready")
         #expect(future.peek() == "ready")
         let received = Deferred<String>()
         future.upon(.immediate) { received.fill(with: $0) }
@@ -66,7 +66,7 @@ import Testing
         deferred.fill(with: 1)
         #expect(twice.peek() == 1)
         #expect(erasedDeferred.peek() == 1)
-        #expect(Future(Future(value: 2)).peek() == 2)
+        #expect(Future(Future(filledWith: 2)).peek() == 2)
         #expect(Future(Future<Int>.never).peek() == nil)
     }
 
@@ -74,18 +74,18 @@ import Testing
         let executor = CountingExecutor()
         let key = DispatchSpecificKey<Bool>()
         executor.queue.setSpecific(key: key, value: true)
-        let future = Future<Bool>.async(upon: executor) { DispatchQueue.getSpecific(key: key) == true }
+        let future = Future<Bool>(upon: executor) { DispatchQueue.getSpecific(key: key) == true }
         #expect(future.value() == true)
         #expect(executor.submitted.value == 1)
     }
 
     @Test func asyncDefaultsToABackgroundQueue() {
-        let future = Future.async { 6 * 7 }
+        let future = Future(upon: DispatchQueue.global()) { 6 * 7 }
         #expect(future.value() == 42)
     }
 
     @Test func asyncOnTheImmediateExecutorIsFilledAtOnce() {
-        let future = Future.async(upon: .immediate) { "now" }
+        let future = Future(upon: .immediate) { "now" }
         #expect(future.peek() == "now")
     }
 }

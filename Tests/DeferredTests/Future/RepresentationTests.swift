@@ -23,8 +23,8 @@ import Testing
     }
 
     @Test func filledAndNeverFuturesNeedNoStorage() {
-        guard case .filled(1) = Future(value: 1).source else {
-            Issue.record("Future(value:) should be stored inline")
+        guard case .filled(1) = Future(filledWith: 1).source else {
+            Issue.record("Future(filledWith:) should be stored inline")
             return
         }
         guard case .filled(2) = Deferred(filledWith: 2).source else {
@@ -46,7 +46,7 @@ import Testing
                 weakSource = storage
             }
             derived.append(source.map(upon: .immediate) { $0 })
-            derived.append(source.andThen(upon: .immediate) { Future(value: $0) })
+            derived.append(source.andThen(upon: .immediate) { Future(filledWith: $0) })
             derived.append([source].allFilled().map(upon: .immediate) { $0[0] })
             derived.append([source].firstFilled())
             derived.append(source.and(source).map(upon: .immediate) { $0.0 })

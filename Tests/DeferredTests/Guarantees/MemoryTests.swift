@@ -75,11 +75,11 @@ import Testing
             let derived: [Future<Int>] = [
                 source.map(upon: .immediate) { $0 },
                 source.map(upon: DispatchQueue.global()) { $0 },
-                source.andThen(upon: .immediate) { _ in other.every(per: \.count) },
+                source.andThen(upon: .immediate) { _ in other.lazy.map(\.count) },
                 [source, source].allFilled().map(upon: .immediate) { $0[0] },
-                [Future(source), Future(other.every(per: \.count))].firstFilled(),
+                [Future(source), Future(other.lazy.map(\.count))].firstFilled(),
                 source.and(other).map(upon: .immediate) { $0.0 },
-                source.every { $0 }.eraseToFuture(),
+                source.lazy.map { $0 }.eraseToFuture(),
             ]
             for future in derived {
                 future.upon(.immediate) { _ in _ = tracked }

@@ -99,9 +99,9 @@ import Testing
     @Test func aDeepChainOfEverysOverEveryFills() async {
         let (delivered, read) = await onDeepStack("every over every, filled") {
             let root = Deferred<Int>()
-            var tail = root.every { $0 }
+            var tail = root.lazy.map { $0 }
             for _ in 0..<Self.depth {
-                tail = tail.every { $0 + 1 }
+                tail = tail.lazy.map { $0 + 1 }
             }
             let filled = Deferred<Int>()
             tail.upon(.immediate) { filled.fill(with: $0) }
@@ -117,9 +117,9 @@ import Testing
         await onDeepStack("every over every, dropped") {
             let tracked = LifetimeTracked(live)
             let root = Deferred<Int>()
-            var tail = root.every { [tracked] value in withExtendedLifetime(tracked) { value } }
+            var tail = root.lazy.map { [tracked] value in withExtendedLifetime(tracked) { value } }
             for _ in 0..<Self.depth {
-                tail = tail.every { $0 }
+                tail = tail.lazy.map { $0 }
             }
             tail.upon(.immediate) { _ in }
         }
@@ -132,14 +132,14 @@ import Testing
             let root = Deferred<Int>()
             var tail = Future(root)
             for _ in 0..<Self.depth {
-                tail = tail.every { $0 + 1 }.eraseToFuture()
+                tail = tail.lazy.map { $0 + 1 }.eraseToFuture()
             }
             let joined = [tail].allFilled()
             root.fill(with: 0)
             do {
                 var unfilled = Future(Deferred<Int>())
                 for _ in 0..<Self.depth {
-                    unfilled = unfilled.every { $0 }.eraseToFuture()
+                    unfilled = unfilled.lazy.map { $0 }.eraseToFuture()
                 }
                 let tracked = LifetimeTracked(live)
                 unfilled.upon(.immediate) { _ in _ = tracked }

@@ -97,7 +97,7 @@ import Testing
         do {
             let tracked = LifetimeTracked(live)
             let followed = Future(root).andThen(upon: .immediate) { [tracked] value in
-                withExtendedLifetime(tracked) { Future(value: value + 1) }
+                withExtendedLifetime(tracked) { Future(filledWith: value + 1) }
             }
             stages.watch(followed)
             if withDownstream {
@@ -124,7 +124,7 @@ import Testing
         do {
             var tail = Future(root)
             for _ in 0..<8 {
-                tail = tail.andThen(upon: queue) { Future(value: $0 + 1) }.map(upon: .immediate) { $0 + 1 }
+                tail = tail.andThen(upon: queue) { Future(filledWith: $0 + 1) }.map(upon: .immediate) { $0 + 1 }
                 stages.watch(tail)
             }
             let joined = [tail, tail.map(upon: .immediate) { $0 * 2 }].allFilled()

@@ -21,7 +21,7 @@ import Testing
     @Test func anIgnoringFutureWaitsForItsBase() {
         let ignored = IgnoringFuture(Deferred<Int>())
         #expect(ignored.wait(until: .now() + 0.01) == nil)
-        #expect(IgnoringFuture(Future(value: 1)).wait(until: .now() - 1) != nil)
+        #expect(IgnoringFuture(Future(filledWith: 1)).wait(until: .now() - 1) != nil)
     }
 
     @Test func ignoringTwiceGivesTheSameView() {

@@ -7,7 +7,7 @@ import Testing
     @Test func everyTransformsTheValueOnEachRead() {
         let deferred = Deferred<Int>()
         let calls = Counter()
-        let doubled = deferred.every { value in
+        let doubled = deferred.lazy.map { value in
             calls.increment()
             return value * 2
         }
@@ -25,7 +25,7 @@ import Testing
         let queue = DispatchQueue(label: "every")
         let key = DispatchSpecificKey<Bool>()
         queue.setSpecific(key: key, value: true)
-        let onQueue = deferred.every { _ in DispatchQueue.getSpecific(key: key) == true }
+        let onQueue = deferred.lazy.map { _ in DispatchQueue.getSpecific(key: key) == true }
         let first = Deferred<Bool>()
         let second = Deferred<Bool>()
         onQueue.upon(queue) { first.fill(with: $0) }
@@ -37,7 +37,7 @@ import Testing
 
     @Test func everyOverEveryComposes() {
         let deferred = Deferred<Int>()
-        let described = deferred.every { $0 + 1 }.every { "value \($0)" }
+        let described = deferred.lazy.map { $0 + 1 }.lazy.map { "value \($0)" }
         deferred.fill(with: 1)
         #expect(described.peek() == "value 2")
         #expect(described.eraseToFuture().peek() == "value 2")
@@ -46,7 +46,7 @@ import Testing
     @Test func everyOverEveryIsOneViewOfTheFirstBase() {
         let deferred = Deferred<Int>()
         let calls = Counter()
-        let chained: LazyMapFuture<Deferred<Int>, String> = deferred.every { $0 * 2 }.every { $0 + 1 }.every {
+        let chained: LazyMapFuture<Deferred<Int>, String> = deferred.lazy.map { $0 * 2 }.lazy.map { $0 + 1 }.lazy.map {
             calls.increment()
             return "\($0)"
         }
@@ -57,8 +57,8 @@ import Testing
 
     @Test func erasingEveryOverAnErasedEveryKeepsTheOrderOfSteps() {
         let deferred = Deferred<Int>()
-        let once = Future(deferred.every { $0 * 2 }.every { $0 - 1 })
-        let twice = once.every { $0 * 10 }.every { $0 + 4 }.eraseToFuture()
+        let once = Future(deferred.lazy.map { $0 * 2 }.lazy.map { $0 - 1 })
+        let twice = once.lazy.map { $0 * 10 }.lazy.map { $0 + 4 }.eraseToFuture()
         let joined = [twice, once].allFilled()
         let mapped = twice.map(upon: .immediate) { -$0 }
         #expect(twice.peek() == nil)
@@ -74,7 +74,7 @@ import Testing
         // as a join over the storage itself: before the filling call returns, in order.
         let deferred = Deferred<Int>()
         let order = OrderRecorder(count: 3)
-        [deferred.every { $0 }].allFilled().upon(.immediate) { _ in order.record(0) }
+        [deferred.lazy.map { $0 }].allFilled().upon(.immediate) { _ in order.record(0) }
         [deferred.ignored()].allFilled().upon(.immediate) { _ in order.record(1) }
         [Future(deferred)].allFilled().upon(.immediate) { _ in order.record(2) }
         deferred.fill(with: 1)
@@ -82,6 +82,6 @@ import Testing
     }
 
     @Test func everyOnAnUnfilledFutureWaitsUntilTheDeadline() {
-        #expect(Deferred<Int>().every { $0 }.wait(until: .now() + 0.01) == nil)
+        #expect(Deferred<Int>().lazy.map { $0 }.wait(until: .now() + 0.01) == nil)
     }
 }

@@ -25,19 +25,19 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
         case .mapError:
             attempt.mapError(upon: .immediate) { $0.next }
         case .andThen:
-            attempt.andThen(upon: .immediate) { Attempt(success: $0 + 1) }
+            attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0 + 1) }
         case .recover:
             attempt.recover(upon: .immediate) { error throws(TestError) in throw error.next }
         case .fallback:
-            attempt.fallback(upon: .immediate) { Attempt(failure: $0.next) }
+            attempt.fallback(upon: .immediate) { Attempt(failedWith: $0.next) }
         case .retry:
             // No retries: the stage follows the one attempt `start` gives it, and releases
             // `start` at once.
-            Attempt.retry(attempts: 1, on: StoppedClock()) { attempt }
+            Attempt.retry(attempts: 1, upon: StoppedClock()) { attempt }
         case .timeout:
-            attempt.timeout(after: .seconds(3_600), on: StoppedClock(), failingWith: .timedOut)
+            attempt.timeout(after: .seconds(3_600), upon: StoppedClock(), failingWith: .timedOut)
         case .delay:
-            attempt.delay(by: .zero, on: queue)
+            attempt.delay(by: .zero, upon: queue)
         case .allSucceeded:
             [attempt].allSucceeded().map(upon: .immediate) { $0[0] + 1 }
         case .firstSucceeded:

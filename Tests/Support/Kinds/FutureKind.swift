@@ -36,24 +36,24 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         case .map:
             return future.map(upon: on) { [probe] in probe.ran($0 + 1) }
         case .andThen:
-            return future.andThen(upon: on) { [probe] in Future(value: probe.ran($0 + 1)) }
+            return future.andThen(upon: on) { [probe] in Future(filledWith: probe.ran($0 + 1)) }
         case .every:
-            return future.every { $0 + 1 }.eraseToFuture()
+            return future.lazy.map { $0 + 1 }.eraseToFuture()
         case .ignored:
             return future.ignored().map(upon: on) { [probe] in probe.ran(1) }
         case .and:
-            return future.and(Future(value: 1)).every { $0 + $1 }.eraseToFuture()
+            return future.and(Future(filledWith: 1)).lazy.map { $0 + $1 }.eraseToFuture()
         case .allFilled:
-            return [future, Future(value: 1)].allFilled().every { $0[0] + $0[1] }.eraseToFuture()
+            return [future, Future(filledWith: 1)].allFilled().lazy.map { $0[0] + $0[1] }.eraseToFuture()
         case .firstFilled:
             return [future, .never].firstFilled()
         case .delay:
-            return future.delay(by: .zero, on: executor.scheduling)
+            return future.delay(by: .zero, upon: executor.scheduling)
         case .timeout:
-            return future.timeout(after: limit, on: executor.scheduling, substituting: -1)
+            return future.timeout(after: limit, upon: executor.scheduling, substituting: -1)
         case .async:
             return future.andThen(upon: .immediate) { value in
-                Future.async(upon: on) { [probe] in probe.ran(value + 1) }
+                Future(upon: on) { [probe] in probe.ran(value + 1) }
             }
         case .closure:
             return future.andThen(upon: .immediate) { value in
@@ -65,7 +65,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
             }
         case .attempt:
             return Attempt<Int, Never>(future).map(upon: on) { [probe] in probe.ran($0 + 1) }
-                .every { $0.get() }.eraseToFuture()
+                .lazy.map { $0.get() }.eraseToFuture()
         }
     }
 
