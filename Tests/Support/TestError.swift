@@ -10,6 +10,19 @@ public enum TestError: CancellableError, Equatable {
     case timedOut
 }
 
+/// A failure type other than ``TestError``, for attempts that change their failure type.
+public enum WrappedTestError: CancellableError, Equatable {
+    /// A test error, wrapped.
+    case wrapped(TestError)
+    /// Work was cancelled.
+    case cancelled
+
+    /// The test error this wraps; a cancellation becomes ``TestError/cancelled``.
+    public var unwrapped: TestError {
+        if case .wrapped(let error) = self { error } else { .cancelled }
+    }
+}
+
 extension Result {
     /// The error, if this is a failure.
     public var failureValue: Failure? {

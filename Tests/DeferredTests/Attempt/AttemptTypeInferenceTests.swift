@@ -78,4 +78,37 @@ import Testing
         ]
         #expect(anyError.map { try? $0.peek()?.get() } == [2, 1])
     }
+
+    /// The spellings of a throwing step that compile.
+    ///
+    /// Swift 6 types a throwing closure
+    /// `throws(any Error)` unless it says otherwise, so on a typed attempt the closure names its
+    /// error or is a function that does; on an `any Error` attempt nothing needs spelling. The
+    /// spellings the compiler refuses, and where it says so, are compiled by the snippet check
+    /// (ErrorsAndCancellation.md, "Typed errors in closures").
+    @Test func aThrowingStepNamesItsErrorOrIsAFunctionThatDoes() {
+        @Sendable func checked(_ value: Int) throws(Low) -> Int {
+            if value < 0 { throw .x }
+            return value
+        }
+        let typed = Attempt<Int, Low>(succeededWith: -1)
+        let spelled: [Attempt<Int, Low>] = [
+            typed.map(upon: .immediate) { value throws(Low) in try checked(value) },
+            typed.map(upon: .immediate, transform: checked),
+            typed.andThen(upon: .immediate) { value throws(Low) in Attempt(succeededWith: try checked(value)) },
+            Attempt<Int, Low>(failedWith: .x).recover(upon: .immediate) { error throws(Low) in throw error },
+            Attempt<Int, Low>(failedWith: .x).fallback(upon: .immediate) { error throws(Low) in throw error },
+        ]
+        #expect(spelled.map { $0.peek() } == Array(repeating: .failure(.x), count: 5))
+
+        let loose = Attempt<Int, any Error>(succeededWith: -1)
+        let unspelled = [
+            loose.map(upon: .immediate) { value in
+                if value < 0 { throw Low.x }
+                return value
+            },
+            loose.map(upon: .immediate) { try checked($0) },
+        ]
+        #expect(unspelled.map { $0.peek().map { (try? $0.get()) == nil } } == [true, true])
+    }
 }

@@ -8,6 +8,7 @@ public import Testing
 /// AttemptDemandTests) run over every case; a new attempt combinator joins this list.
 public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case map, mapError, andThen, recover, fallback, retry, timeout, delay, allSucceeded, firstSucceeded
+    case filter, reduce, find, traverse, fallbackIntoOtherFailure, delayedResult
 
     /// The case name, as the test log shows it.
     public var testDescription: String { rawValue }
@@ -42,13 +43,27 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
             [attempt].allSucceeded().map(upon: .immediate) { $0[0] + 1 }
         case .firstSucceeded:
             [attempt].firstSucceeded()
+        case .filter:
+            attempt.filter(upon: .immediate, failingWith: .failed(-1)) { $0 >= 0 }
+        case .reduce:
+            [attempt].reduce(0, upon: .immediate) { $0 + $1 + 1 }
+        case .find:
+            [attempt].first(upon: .immediate) { $0 >= 0 }.map(upon: .immediate) { ($0 ?? -2) + 1 }
+        case .traverse:
+            [0].allSucceeded { _ in attempt }.map(upon: .immediate) { $0[0] + 1 }
+        case .fallbackIntoOtherFailure:
+            // Into another failure type and back, each a fallback that changes the type.
+            attempt.fallback(upon: .immediate) { Attempt<Int, WrappedTestError>(failedWith: .wrapped($0.next)) }
+                .fallback(upon: .immediate) { Attempt<Int, TestError>(failedWith: $0.unwrapped) }
+        case .delayedResult:
+            attempt.andThen(upon: .immediate) { Attempt(filledWith: .success($0), after: .zero, upon: queue) }
         }
     }
 
     /// The tail's result once the root succeeded with 0.
     public func succeeded(depth: Int) -> Result<Int, TestError> {
         switch self {
-        case .map, .andThen, .allSucceeded: .success(depth)
+        case .map, .andThen, .allSucceeded, .reduce, .find, .traverse: .success(depth)
         default: .success(0)
         }
     }
@@ -56,7 +71,7 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
     /// The tail's result once the root failed with `.failed(0)`.
     public func failed(depth: Int) -> Result<Int, TestError> {
         switch self {
-        case .mapError, .recover, .fallback: .failure(.failed(depth))
+        case .mapError, .recover, .fallback, .fallbackIntoOtherFailure: .failure(.failed(depth))
         default: .failure(.failed(0))
         }
     }

@@ -16,6 +16,7 @@ public import Testing
 public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case map, andThen, every, ignored, and, allFilled, firstFilled, delay, timeout
     case async, closure, userWritten, attempt
+    case filter, reduce, find, traverse, producer, delayedValue
 
     /// The case name, as the test log shows it.
     public var testDescription: String { rawValue }
@@ -66,6 +67,24 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         case .attempt:
             return Attempt<Int, Never>(future).map(upon: on) { [probe] in probe.ran($0 + 1) }
                 .lazy.map { $0.get() }.eraseToFuture()
+        case .filter:
+            return future.filter(upon: on, failingWith: TestError.failed(-1)) { [probe] in probe.ran($0) >= 0 }
+                .lazy.map { ((try? $0.get()) ?? -2) + 1 }.eraseToFuture()
+        case .reduce:
+            return [future, Future(filledWith: 1)].reduce(0, upon: on) { $0 + $1 }
+        case .find:
+            return [future].first(upon: on) { [probe] in probe.ran($0) >= 0 }.lazy.map { ($0 ?? -2) + 1 }
+                .eraseToFuture()
+        case .traverse:
+            return [1].allFilled { _ in future }.lazy.map { $0[0] + 1 }.eraseToFuture()
+        case .producer:
+            // The producer fills from a callback; chained by `andThen`, as a stage built on
+            // `upon` and `fill` would be neither stack-safe nor released in a loop.
+            return future.andThen(upon: on) { value in
+                Future { deferred in deferred.fill(with: probe.ran(value + 1)) }
+            }
+        case .delayedValue:
+            return future.andThen(upon: .immediate) { Future(filledWith: $0, after: .zero, upon: executor.scheduling) }
         }
     }
 
@@ -73,8 +92,9 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
     public func tail(depth: Int) -> Int {
         switch self {
         case .map, .andThen, .every, .and, .allFilled, .async, .closure, .userWritten, .attempt: depth
+        case .filter, .reduce, .find, .traverse, .producer: depth
         case .ignored: depth > 0 ? 1 : 0
-        case .firstFilled, .delay, .timeout: 0
+        case .firstFilled, .delay, .timeout, .delayedValue: 0
         }
     }
 
@@ -82,7 +102,8 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
     public func steps(depth: Int) -> Int {
         switch self {
         case .map, .andThen, .ignored, .async, .closure, .userWritten, .attempt: depth
-        case .every, .and, .allFilled, .firstFilled, .delay, .timeout: 0
+        case .filter, .find, .producer: depth
+        case .every, .and, .allFilled, .firstFilled, .delay, .timeout, .reduce, .traverse, .delayedValue: 0
         }
     }
 }

@@ -1,0 +1,44 @@
+extension Attempt {
+    /// Creates an attempt and calls `body` at once with the writer that finishes it, for work
+    /// that reports its result through a callback and can be stopped.
+    ///
+    /// ```swift
+    /// let download = Attempt<Data, any Error> { writer in
+    ///     let request = client.get(url) { result in writer.fill(with: result) }
+    ///     writer.onCancel { request.cancel() }
+    /// }
+    /// ```
+    ///
+    /// `body` runs once, on the calling thread, before the initializer returns. Cancellation is
+    /// visible to it: ``DeferredAttempt/onCancel(_:)`` and ``DeferredAttempt/isCancelled``. A
+    /// cancellation fails the attempt at once with its failure type's cancellation error
+    /// (`.cancelled` for a ``CancellableError``, `CancellationError` for `any Error`); for any
+    /// other failure type, make a ``DeferredAttempt`` with
+    /// ``DeferredAttempt/init(cancellationError:)`` and return its ``DeferredAttempt/attempt``.
+    ///
+    /// - Parameter body: Starts the work, and finishes the writer when it is done.
+    public init(_ body: (_ writer: DeferredAttempt<Success, Failure>) -> Void) {
+        let writer = DeferredAttempt<Success, Failure>()
+        body(writer)
+        self = writer.attempt
+    }
+
+    /// Creates an attempt that finishes with `result` once `delay` has passed.
+    ///
+    /// ```swift
+    /// let stub = Attempt<User, APIError>(filledWith: .success(.preview), after: .milliseconds(300), upon: DispatchQueue.global())
+    /// ```
+    ///
+    /// It is `Attempt(filledWith: result).delay(by: delay, upon: executor)`: cancelling it
+    /// before then fails it at once and lets the timer keep nothing.
+    ///
+    /// - Parameters:
+    ///   - result: The success or failure every reader sees.
+    ///   - delay: How long to wait first.
+    ///   - executor: The executor that measures the delay and finishes the attempt.
+    public init(
+        filledWith result: Result<Success, Failure>, after delay: Duration, upon executor: some SchedulingExecutor
+    ) {
+        self = Attempt(filledWith: result).delay(by: delay, upon: executor)
+    }
+}
