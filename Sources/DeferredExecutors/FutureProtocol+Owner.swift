@@ -12,7 +12,7 @@ extension FutureProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - executor: Where `body` runs. See ``/Deferred/Executor``.
+    ///   - executor: Where `body` runs. See `Executor` in the Deferred module.
     ///   - owner: The object `body` works on; held weakly.
     ///   - body: Called at most once, with `owner` and the value.
     public func upon<Owner: AnyObject & Sendable>(

@@ -179,6 +179,11 @@ func updateDocs(_ regions: [String: String]) throws {
         }
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
+    // The Deferred catalog holds the guides as articles: make them again from the new text.
+    let catalogGuides = repositoryRoot.appendingPathComponent("Sources/Deferred/Deferred.docc/Guides").path
+    guard output(of: repositoryRoot.appendingPathComponent(".ci/guides-catalog").path, [catalogGuides]) != nil else {
+        throw CountingError("could not make the catalog's guides again: run .ci/guides-catalog \(catalogGuides)")
+    }
 }
 
 /// A ratio the docs state: Deferred's time as a multiple of a peer's, in one scenario.
