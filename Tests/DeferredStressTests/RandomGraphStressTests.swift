@@ -9,7 +9,7 @@ extension StressSuites {
     /// Random graphs of futures over random executors, each checked against a plain sequential
     /// model of the same graph.
     ///
-    /// A seeded generator builds each graph from `map`, `andThen`, `every`, `and`, `allFilled` and
+    /// A seeded generator builds each graph from `map`, `andThen`, `lazy.map`, `and`, `allFilled` and
     /// `firstFilled`, and fills its roots in a random order from random threads while the graph is
     /// still being built. Every node must end with the value the model computes. The seed is
     /// printed; `DEFERRED_STRESS_SEED=<seed>` replays the same graphs.

@@ -15,7 +15,7 @@ public import Dispatch
 /// ```
 ///
 /// Its value is `Result<Success, Failure>`, so every core future API works on it (`upon`,
-/// `every`, `allFilled`, `await value`) and sees the result as it was decided. The failure may
+/// `lazy.map`, `allFilled`, `await value`) and sees the result as it was decided. The failure may
 /// be any error: `any Error`, your own typed error, or one from a framework.
 ///
 /// Cancelling (see ``cancel()``):

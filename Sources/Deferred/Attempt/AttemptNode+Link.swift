@@ -4,7 +4,7 @@ extension AttemptNode {
     /// Decides this attempt with what `step` returns, in a drain of its own, if a step of this
     /// attempt may still start (see ``mayStartStep(in:)``); otherwise `step` never runs.
     ///
-    /// What an executor runs for an attempt's step (`Attempt.async`, a delay's timer) calls this.
+    /// What an executor runs for an attempt's step (`Attempt(upon:catching:)`, a delay's timer) calls this.
     @inlinable
     internal final func runStep(_ step: () -> Result<Success, Failure>) {
         var queue = DrainQueue()

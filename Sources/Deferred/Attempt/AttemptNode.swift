@@ -10,7 +10,7 @@ public import Synchronization
 /// withdraws the success and failure callbacks that have not started.
 ///
 /// Three roles, fixed when the node is made:
-/// - A *root* (`DeferredAttempt`, `Attempt.async` and the like) owns a hub, made on first use,
+/// - A *root* (`DeferredAttempt`, `Attempt(upon:catching:)` and the like) owns a hub, made on first use,
 ///   where its dependents hold demand and its producer's cancel handlers wait.
 /// - A *transparent* node (`map`, `mapError`, `recover`, `timeout`, `delay`) shares its source's
 ///   hub, a level deeper on its path (see ``DemandState``): it lives and dies with its source,

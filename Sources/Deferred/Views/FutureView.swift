@@ -49,7 +49,7 @@ extension IgnoringFuture: FutureView {
 /// A lazy map that can be erased to a ``Future`` without nesting: erasing a lazy map over an
 /// erased lazy map makes one view over the first one's base, with the steps of both.
 ///
-/// Without this, a chain that alternates `every` and `eraseToFuture()` would nest one box in
+/// Without this, a chain that alternates `lazy.map` and `eraseToFuture()` would nest one box in
 /// the next, and every read, link and release would recurse through all of them.
 ///
 /// Like ``FutureView``, the protocol names no primary associated type, so that recognizing a

@@ -1,11 +1,11 @@
-/// The transform of a ``LazyMapFuture``: one closure, or a chain of steps made by `every` over
-/// `every`, applied in a loop.
+/// The transform of a ``LazyMapFuture``: one closure, or a chain of steps made by `lazy.map` over
+/// `lazy.map`, applied in a loop.
 ///
-/// Composing closures would make a chain of a million `every`s call a million levels deep on
+/// Composing closures would make a chain of a million `lazy.map`s call a million levels deep on
 /// every read, and release a million levels deep; a chain of ``LazyStep``s does neither.
 @usableFromInline
 internal enum LazyTransform<Input: Sendable, Output: Sendable>: Sendable {
-    /// A single step, stored as is: a view made by one `every` allocates nothing.
+    /// A single step, stored as is: a view made by one `lazy.map` allocates nothing.
     case single(@Sendable (Input) -> Output)
     /// The last of several steps.
     case chain(LazyStep)

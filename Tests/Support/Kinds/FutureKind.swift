@@ -11,10 +11,10 @@ public import Testing
 /// also cancelled; ``attempt`` is an attempt used as a stage of a future chain.
 ///
 /// Each stage's closures that run once capture `probe`, so a test sees whether they ran
-/// exactly once and were released; lazy views (`every`) keep their closure by design and
+/// exactly once and were released; lazy views (`lazy.map`) keep their closure by design and
 /// capture nothing.
 public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case map, andThen, every, ignored, and, allFilled, firstFilled, delay, timeout
+    case map, andThen, lazyMap, ignored, and, allFilled, firstFilled, delay, timeout
     case async, closure, userWritten, attempt
     case filter, reduce, find, traverse, producer, delayedValue
 
@@ -38,7 +38,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
             return future.map(upon: on) { [probe] in probe.ran($0 + 1) }
         case .andThen:
             return future.andThen(upon: on) { [probe] in Future(filledWith: probe.ran($0 + 1)) }
-        case .every:
+        case .lazyMap:
             return future.lazy.map { $0 + 1 }.eraseToFuture()
         case .ignored:
             return future.ignored().map(upon: on) { [probe] in probe.ran(1) }
@@ -91,7 +91,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
     /// The tail's value once the root of a chain of `depth` stages is filled with 0.
     public func tail(depth: Int) -> Int {
         switch self {
-        case .map, .andThen, .every, .and, .allFilled, .async, .closure, .userWritten, .attempt: depth
+        case .map, .andThen, .lazyMap, .and, .allFilled, .async, .closure, .userWritten, .attempt: depth
         case .filter, .reduce, .find, .traverse, .producer: depth
         case .ignored: depth > 0 ? 1 : 0
         case .firstFilled, .delay, .timeout, .delayedValue: 0
@@ -103,7 +103,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         switch self {
         case .map, .andThen, .ignored, .async, .closure, .userWritten, .attempt: depth
         case .filter, .find, .producer: depth
-        case .every, .and, .allFilled, .firstFilled, .delay, .timeout, .reduce, .traverse, .delayedValue: 0
+        case .lazyMap, .and, .allFilled, .firstFilled, .delay, .timeout, .reduce, .traverse, .delayedValue: 0
         }
     }
 }
