@@ -10,16 +10,50 @@ extension Attempt {
     ///
     /// Where ``fallback(upon:to:)-(_,(Failure)->Attempt<Success,Failure>)`` keeps the failure
     /// type, this one changes it: a failure of this attempt can only go on as the fallback's
-    /// result. A cancellation does not run `start`: the new attempt fails with its own
-    /// cancellation error (`.cancelled` for a ``CancellableError``, `CancellationError` for
-    /// `any Error`). Cancelling the new attempt cancels whichever attempt it is waiting for,
-    /// unless something else needs it.
+    /// result. A cancellation does not run `start`: the new attempt fails with
+    /// `NewFailure.cancelled`. Cancelling the new attempt cancels whichever attempt it is waiting
+    /// for, unless something else needs it.
+    ///
+    /// The new failure type says how a cancellation fails, so that a cancellation never reaches
+    /// `start` as an error to fall back from: it is a ``CancellableError`` here, and `any Error`
+    /// in the overload that returns an `Attempt<Success, any Error>`.
     ///
     /// - Parameters:
     ///   - executor: Where `start` runs. See ``Executor``.
     ///   - start: Starts another attempt from the error.
     /// - Returns: An attempt of this attempt's value or the fallback's result.
-    public func fallback<NewFailure: Error>(
+    @_disfavoredOverload  // A closure whose attempt could keep this failure type keeps it.
+    public func fallback<NewFailure: CancellableError>(
+        upon executor: some Executor,
+        to start: @escaping @Sendable (Failure) -> Attempt<Success, NewFailure>
+    ) -> Attempt<Success, NewFailure> {
+        fallbackChangingFailure(upon: executor, to: start)
+    }
+
+    /// Returns an attempt that succeeds with this attempt's value, or continues with an attempt
+    /// that fails with `any Error`, which `start` makes from its error.
+    ///
+    /// The same as the ``CancellableError`` overload above, into `any Error`: a cancellation
+    /// fails the new attempt with `CancellationError` and does not run `start`.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `start` runs. See ``Executor``.
+    ///   - start: Starts another attempt from the error.
+    /// - Returns: An attempt of this attempt's value or the fallback's result.
+    @_disfavoredOverload  // An attempt of `any Error` keeps its type with the plain `fallback`.
+    public func fallback(
+        upon executor: some Executor,
+        to start: @escaping @Sendable (Failure) -> Attempt<Success, any Error>
+    ) -> Attempt<Success, any Error> {
+        fallbackChangingFailure(upon: executor, to: start)
+    }
+
+    /// A fallback into a failure type that has a cancellation error of its own.
+    ///
+    /// This attempt's result, whichever it is, becomes a value ("settled"), and the step after it
+    /// falls back on a failure. A cancellation stops at the settled stage, as that type's own
+    /// error.
+    private func fallbackChangingFailure<NewFailure: Error>(
         upon executor: some Executor,
         to start: @escaping @Sendable (Failure) -> Attempt<Success, NewFailure>
     ) -> Attempt<Success, NewFailure> {
@@ -58,7 +92,7 @@ extension Attempt where Failure == Never {
 /// The step that turns its source's result, whichever it is, into the derived attempt's value.
 ///
 /// It is the first half of a `fallback` into another failure type. Only a cancellation fails
-/// it, with its own failure type's cancellation error.
+/// it, with its own failure type's cancellation error, which the public `fallback`s require.
 @usableFromInline
 internal enum SettledStep<Input: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
     @usableFromInline

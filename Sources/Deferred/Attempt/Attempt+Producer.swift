@@ -16,6 +16,12 @@ extension Attempt {
     /// other failure type, make a ``DeferredAttempt`` with
     /// ``DeferredAttempt/init(cancellationError:)`` and return its ``DeferredAttempt/attempt``.
     ///
+    /// It is for work that reports through a callback. To go on from another attempt, use
+    /// ``map(upon:transform:)-(_,(Success)->NewSuccess)`` or
+    /// ``andThen(upon:start:)-(_,(Success)->Attempt<NewSuccess,Failure>)``, which also pass
+    /// cancellation and demand on; a chain of producers that fill from each other's handlers is
+    /// filled and released recursively, one stack frame per link.
+    ///
     /// - Parameter body: Starts the work, and finishes the writer when it is done.
     public init(_ body: (_ writer: DeferredAttempt<Success, Failure>) -> Void) {
         let writer = DeferredAttempt<Success, Failure>()

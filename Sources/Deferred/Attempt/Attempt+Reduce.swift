@@ -53,13 +53,27 @@ extension Sequence {
     /// ```
     ///
     /// `transform` runs now, once per element, on the calling thread; it only starts the work.
-    /// It is `map(transform).allSucceeded()`: a failure or a cancellation stops the rest.
+    /// It is `map(transform).allSucceeded()`: a failure or a cancellation stops the rest. If
+    /// `transform` throws, the attempts it already started are cancelled, since nothing can
+    /// read them any more, and the error is rethrown.
     ///
     /// - Parameter transform: Starts the work for one element.
     /// - Returns: An attempt of every value, in the sequence's order.
     public func allSucceeded<Success, Failure>(
         _ transform: (Element) throws -> Attempt<Success, Failure>
     ) rethrows -> Attempt<[Success], Failure> {
-        try map(transform).allSucceeded()
+        var started: [Attempt<Success, Failure>] = []
+        started.reserveCapacity(underestimatedCount)
+        do {
+            for element in self {
+                started.append(try transform(element))
+            }
+        } catch {
+            for attempt in started {
+                attempt.cancel()
+            }
+            throw error
+        }
+        return started.allSucceeded()
     }
 }

@@ -170,7 +170,9 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// An attempt whose failure type has no cancellation error (neither a ``CancellableError``
     /// nor `any Error`, and none given to ``DeferredAttempt/init(cancellationError:)``) cannot
     /// fail by cancellation: cancelling it withdraws its callbacks and stops what it waits for,
-    /// and it finishes when its producer fills it.
+    /// and it finishes when its producer fills it. Its derived attempts then finish from that
+    /// result as if nothing had been cancelled, their steps included, since they have no error
+    /// to fail with instead; give such a type a cancellation error where steps must not run.
     public func cancel() {
         node.cancel()
     }

@@ -11,6 +11,11 @@ extension Future {
     /// `body` runs once, on the calling thread, before the initializer returns; the future is
     /// read-only to everybody else. The first fill counts, as for any ``Deferred``.
     ///
+    /// It is for work that reports through a callback. To go on from another future, use
+    /// ``FutureProtocol/map(upon:transform:)`` or ``FutureProtocol/andThen(upon:start:)``: a
+    /// chain of producers that each fill from another future's `upon` handler fills and is
+    /// released recursively, one stack frame per link, where those combinators use a loop.
+    ///
     /// - Parameter body: Starts the work, and fills the deferred when it is done.
     public init(_ body: (_ deferred: Deferred<Value>) -> Void) {
         let deferred = Deferred<Value>()

@@ -51,6 +51,19 @@ import Testing
         #expect(users.peek() == .success(["user 3", "user 1", "user 2"]))
     }
 
+    @Test func aTransformThatThrowsCancelsTheAttemptsItStarted() {
+        let stopped = Counter()
+        #expect(throws: TestError.self) {
+            try [1, 2, 3].allSucceeded { index -> Attempt<Int, TestError> in
+                guard index < 3 else { throw TestError.failed(index) }
+                let writer = DeferredAttempt<Int, TestError>()
+                writer.onCancel { stopped.increment() }
+                return writer.attempt
+            }
+        }
+        #expect(stopped.value == 2)
+    }
+
     @Test func aProducerSeesTheCancellationAndTheAttemptFailsAtOnce() {
         let stopped = Counter()
         let writers = Deferred<DeferredAttempt<Int, TestError>>()
@@ -115,6 +128,35 @@ import Testing
         #expect(firstStopped.value == 1)
         #expect(never.peek() == .failure(.cancelled))
         #expect(started.value == 1, "a cancelled fallback never starts")
+    }
+
+    /// A cancellation never reaches `start` as an error to fall back from, whether the source or
+    /// the new attempt is cancelled, on any executor: the new failure type says how it fails.
+    @Test(arguments: [false, true])
+    func aCancellationNeverStartsAFallbackIntoAnotherType(onQueue: Bool) {
+        let executor: any Executor = onQueue ? DispatchQueue.global() : ImmediateExecutor()
+        for cancellingTheSource in [false, true] {
+            let source = DeferredAttempt<Int, TestError>()
+            let started = Counter()
+            let typed = source.attempt.fallback(upon: executor) { _ in
+                started.increment()
+                return Attempt<Int, WrappedTestError>(succeededWith: 1)
+            }
+            let loose = source.attempt.fallback(upon: executor) { error -> Attempt<Int, any Error> in
+                started.increment()
+                return Attempt(failedWith: error)
+            }
+            if cancellingTheSource {
+                source.attempt.cancel()
+            } else {
+                typed.cancel()
+                loose.cancel()
+            }
+            #expect(typed.value() == .failure(.cancelled))
+            #expect(loose.value().map { ($0.failureValue as? CancellationError) != nil } == true)
+            #expect(typed.isCancelled && loose.isCancelled)
+            #expect(started.value == 0)
+        }
     }
 
     @Test func setFailureTypeLetsAnAttemptThatCannotFailJoinOthers() {
