@@ -96,7 +96,7 @@ import Testing
         #expect(live.value == 0)
     }
 
-    @Test func aDeepChainOfEverysOverEveryFills() async {
+    @Test func aDeepChainOfLazyMapsOverEveryFills() async {
         let (delivered, read) = await onDeepStack("every over every, filled") {
             let root = Deferred<Int>()
             var tail = root.lazy.map { $0 }
@@ -112,7 +112,7 @@ import Testing
         #expect(read == Self.depth, "every read applies the whole chain again")
     }
 
-    @Test func droppingAnUnfilledDeepChainOfEverysReleasesIt() async {
+    @Test func droppingAnUnfilledDeepChainOfLazyMapsReleasesIt() async {
         let live = LiveCount()
         await onDeepStack("every over every, dropped") {
             let tracked = LifetimeTracked(live)
@@ -126,7 +126,7 @@ import Testing
         #expect(live.value == 0, "the first step's captures were released with the chain")
     }
 
-    @Test func aDeepChainOfEverysEachErasedToAFutureFillsAndIsReleased() async {
+    @Test func aDeepChainOfLazyMapsEachErasedToAFutureFillsAndIsReleased() async {
         let live = LiveCount()
         let (tail, joined) = await onDeepStack("erased every chain, filled and dropped") {
             let root = Deferred<Int>()

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 @Suite struct LazyMapFutureTests {
-    @Test func everyTransformsTheValueOnEachRead() {
+    @Test func aLazyMapTransformsTheValueOnEachRead() {
         let deferred = Deferred<Int>()
         let calls = Counter()
         let doubled = deferred.lazy.map { value in
@@ -20,7 +20,7 @@ import Testing
         #expect(calls.value == 3, "every read runs the transform again")
     }
 
-    @Test func everyRunsTheTransformForEachHandlerOnItsExecutor() {
+    @Test func aLazyMapRunsTheTransformForEachHandlerOnItsExecutor() {
         let deferred = Deferred<Int>()
         let queue = DispatchQueue(label: "every")
         let key = DispatchSpecificKey<Bool>()
@@ -35,7 +35,7 @@ import Testing
         #expect(second.value() == true)
     }
 
-    @Test func everyOverEveryComposes() {
+    @Test func aLazyMapOverALazyMapComposes() {
         let deferred = Deferred<Int>()
         let described = deferred.lazy.map { $0 + 1 }.lazy.map { "value \($0)" }
         deferred.fill(with: 1)
@@ -43,7 +43,7 @@ import Testing
         #expect(described.eraseToFuture().peek() == "value 2")
     }
 
-    @Test func everyOverEveryIsOneViewOfTheFirstBase() {
+    @Test func aLazyMapOverALazyMapIsOneViewOfTheFirstBase() {
         let deferred = Deferred<Int>()
         let calls = Counter()
         let chained: LazyMapFuture<Deferred<Int>, String> = deferred.lazy.map { $0 * 2 }.lazy.map { $0 + 1 }.lazy.map {
@@ -81,7 +81,7 @@ import Testing
         #expect(order.order == [0, 1, 2])
     }
 
-    @Test func everyOnAnUnfilledFutureWaitsUntilTheDeadline() {
+    @Test func aLazyMapOfAnUnfilledFutureWaitsUntilTheDeadline() {
         #expect(Deferred<Int>().lazy.map { $0 }.wait(until: .now() + 0.01) == nil)
     }
 }
