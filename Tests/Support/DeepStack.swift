@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 
-/// Runs `body` on a thread of its own with a stack of ``TestSize/deepStackBytes`` and returns
-/// its result; prints how long it took.
+/// Runs `body` on a thread of its own with a stack of ``TestSize/deepStackBytes`` (of `size`,
+/// the run's sizes unless a test says otherwise) and returns its result; prints how long it took.
 ///
 /// The stack-safety tests use it for three reasons:
 /// - The stack is known: a recursive implementation overflows it, whatever thread pool the
@@ -21,10 +21,12 @@ import Foundation
 ///
 /// - Parameters:
 ///   - name: What runs, for the log.
+///   - size: The sizes `body` builds to, whose stack the thread gets.
 ///   - body: The work; it may build and drop structures a million deep.
 /// - Returns: What `body` returned.
 public func onDeepStack<Result: Sendable>(
     _ name: String,
+    size: TestSize = .current,
     _ body: @escaping @Sendable () -> Result
 ) async -> Result {
     await withCheckedContinuation { continuation in
@@ -35,10 +37,10 @@ public func onDeepStack<Result: Sendable>(
             let (seconds, attoseconds) = (ContinuousClock.now - started).components
             deepStackLanes.signal()
             let elapsed = Double(seconds) + Double(attoseconds) / 1e18
-            progress("deep: \(name), depth \(TestSize.current.depth): \(String(format: "%.1f", elapsed)) s")
+            progress("deep: \(name), depth \(size.depth): \(String(format: "%.1f", elapsed)) s")
             continuation.resume(returning: result)
         }
-        thread.stackSize = TestSize.current.deepStackBytes
+        thread.stackSize = size.deepStackBytes
         thread.start()
     }
 }

@@ -29,7 +29,7 @@ public struct TestSize: Sendable {
     /// Levels of each stack-safety chain, fan-out and view chain.
     public let depth: Int
 
-    /// The stack of the thread each stack-safety test runs on (see ``onDeepStack(_:_:)``).
+    /// The stack of the thread each stack-safety test runs on (see ``onDeepStack(_:size:_:)``).
     ///
     /// It shrinks with ``depth``: both profiles give about 8 bytes of stack a level, while a level
     /// of recursion costs at least 16 (a return address and a saved frame pointer), so a

@@ -21,7 +21,9 @@ extension Attempt {
 /// The node of an attempt's `delay`: passes its source's result on after a delay.
 ///
 /// While the delay runs, the result waits in ``pending``, not in the timer's body, so that a
-/// cancellation releases it at once; the timer holds only the node.
+/// cancellation releases it at once; the timer holds only the node, and the node lets go of the
+/// executor once it has armed the timer, so an executor dropped with the timer pending (a
+/// virtual clock never advanced) is not kept alive by a cycle through the node.
 @usableFromInline
 internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
@@ -29,8 +31,11 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
     @usableFromInline
     internal let delay: Duration
 
+    /// What measures the delay, until the timer is armed; taken by the single run of the
+    /// source's handler.
+    @exclusivity(unchecked)
     @usableFromInline
-    internal let executor: any SchedulingExecutor
+    internal var executor: (any SchedulingExecutor)?
 
     /// The source's result while the delay runs; tagged once it is delivered or dropped.
     @usableFromInline
@@ -55,10 +60,13 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
             node.decide(passed, cancelled: true, in: &queue)
             return
         }
+        guard let executor = node.executor.take() else {
+            return
+        }
         guard node.pending.exchangeUnlessTagged(SlotValue(passed)).exchanged else {
             return  // Cancelled already.
         }
-        node.executor.submit(after: node.delay) {
+        executor.submit(after: node.delay) {
             guard let delayed = node.pending.takeAndTag().object else {
                 return
             }

@@ -4,9 +4,10 @@ import TestSupport
 import Testing
 
 /// Guarantee 4 for attempts: a chain of attempts of any derived kind, as deep as the test size
-/// says (20,000 quick, 1,000,000 at full size; see ``TestSize``), on the immediate executor,
+/// says (20,000 quick, 1,000,000 at full size; see ``TestSize``; a recipe runs at the quick size,
+/// see ``AttemptKind/deepChainSize``), on the immediate executor,
 /// succeeds, fails, is cancelled from its tail, and is dropped unfinished, without overflowing
-/// the stack of ``onDeepStack(_:_:)``.
+/// the stack of ``onDeepStack(_:size:_:)``.
 @Suite struct AttemptStackSafetyTests {
     static let depth = TestSize.current.depth
 
@@ -19,7 +20,7 @@ import Testing
         init(_ kind: AttemptKind, queue: DispatchQueue) {
             producer.onCancel { [stopped] in stopped.increment() }
             var tail = producer.attempt
-            for _ in 0..<AttemptStackSafetyTests.depth {
+            for _ in 0..<kind.deepChainSize.depth {
                 tail = kind.stage(after: tail, delayingOn: queue)
             }
             self.tail = tail
@@ -34,29 +35,31 @@ import Testing
     @Test(arguments: AttemptKind.allCases)
     func aDeepChainSucceeds(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
-        let result = await onDeepStack("attempt \(kind) chain, succeeded") {
+        let result = await onDeepStack("attempt \(kind) chain, succeeded", size: kind.deepChainSize) {
             let chain = Chain(kind, queue: queue)
             chain.producer.succeed(with: 0)
             return chain.result()
         }
-        #expect(result == kind.succeeded(depth: Self.depth))
+        #expect(result == kind.succeeded(depth: kind.deepChainSize.depth))
     }
 
     @Test(arguments: AttemptKind.allCases)
     func aDeepChainFails(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
-        let result = await onDeepStack("attempt \(kind) chain, failed") {
+        let result = await onDeepStack("attempt \(kind) chain, failed", size: kind.deepChainSize) {
             let chain = Chain(kind, queue: queue)
             chain.producer.fail(with: .failed(0))
             return chain.result()
         }
-        #expect(result == kind.failed(depth: Self.depth))
+        #expect(result == kind.failed(depth: kind.deepChainSize.depth))
     }
 
     @Test(arguments: AttemptKind.allCases)
     func cancellingTheTailOfADeepChainStopsTheProducer(_ kind: AttemptKind) async {
         let queue = DispatchQueue(label: "delays")
-        let (tail, stopped, lateSuccess, producer) = await onDeepStack("attempt \(kind) chain, cancelled") {
+        let (tail, stopped, lateSuccess, producer) = await onDeepStack(
+            "attempt \(kind) chain, cancelled", size: kind.deepChainSize
+        ) {
             let chain = Chain(kind, queue: queue)
             chain.tail.cancel()
             // The producer learns it was cancelled; its late result is refused, and the
@@ -74,7 +77,7 @@ import Testing
     func droppingADeepUnfinishedChainReleasesIt(_ kind: AttemptKind) async {
         let live = LiveCount()
         let queue = DispatchQueue(label: "delays")
-        let stopped = await onDeepStack("attempt \(kind) chain, dropped") {
+        let stopped = await onDeepStack("attempt \(kind) chain, dropped", size: kind.deepChainSize) {
             let chain = Chain(kind, queue: queue)
             let tracked = LifetimeTracked(live)
             chain.tail.upon(.immediate) { _ in _ = tracked }

@@ -11,7 +11,7 @@ import Testing
 /// A recursive implementation crashes at these depths: 20,000 levels on a 160 KiB stack, or
 /// 1,000,000 on 8 MiB at full size (see ``TestSize``, and ``StackSafetyCalibrationTests`` for the
 /// proof that recursions crash there). Each test runs on a thread of its own (see
-/// ``onDeepStack(_:_:)``) and prints its time.
+/// ``onDeepStack(_:size:_:)``) and prints its time.
 @Suite struct StackSafetyTests {
     static let depth = TestSize.current.depth
 

@@ -60,6 +60,20 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
         }
     }
 
+    /// Whether this kind is a recipe: made only of nodes that other kinds prove at every size.
+    public var isRecipe: Bool {
+        switch self {
+        case .filter, .reduce, .find, .traverse, .delayedResult: true
+        default: false
+        }
+    }
+
+    /// The sizes of a deep chain of this kind: the run's, or the quick sizes for a recipe (see
+    /// ``FutureKind/deepChainSize``).
+    public var deepChainSize: TestSize {
+        isRecipe ? TestSize(.quick) : .current
+    }
+
     /// The tail's result once the root succeeded with 0.
     public func succeeded(depth: Int) -> Result<Int, TestError> {
         switch self {

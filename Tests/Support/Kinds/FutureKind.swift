@@ -88,6 +88,22 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         }
     }
 
+    /// Whether this kind is a recipe: made only of nodes that other kinds prove at every size.
+    public var isRecipe: Bool {
+        switch self {
+        case .filter, .reduce, .find, .traverse, .producer, .delayedValue: true
+        default: false
+        }
+    }
+
+    /// The sizes of a deep chain of this kind: the run's, or the quick sizes for a recipe, whose
+    /// nodes run a million deep as their own kinds; a recipe's stage links several of them, so
+    /// what it could add is recursion between them, which the quick depth on its small stack
+    /// catches as well (see ``TestSize/deepStackBytes``).
+    public var deepChainSize: TestSize {
+        isRecipe ? TestSize(.quick) : .current
+    }
+
     /// The tail's value once the root of a chain of `depth` stages is filled with 0.
     public func tail(depth: Int) -> Int {
         switch self {
