@@ -10,10 +10,10 @@ import Testing
         let limited = work.attempt.timeout(after: .seconds(5), upon: clock, failingWith: .timedOut)
         clock.advance(by: .seconds(4))
         #expect(limited.peek() == nil)
-        #expect(!work.isCancelled)
+        #expect(work.isCancelled == false)
         clock.advance(by: .seconds(1))
         #expect(limited.peek() == .failure(.timedOut))
-        #expect(work.isCancelled, "the producer is told to stop")
+        #expect(work.isCancelled == true, "the producer is told to stop")
     }
 
     @Test func retriesWaitTheBackoffBetweenAttempts() {

@@ -67,7 +67,7 @@ extension StressSuites {
                 },
                 classify: { round in
                     #expect(round.invisible.value == 0, "the loser returned before the winner was visible")
-                    #expect(round.writer.attempt.isCancelled, "cancel() was called")
+                    #expect(round.writer.attempt.isCancelled == true, "cancel() was called")
                     if round.writer.peek() == result {
                         #expect(round.stopped.value == 0, "a producer that finished is not told to stop")
                         return "finished first"
@@ -75,7 +75,7 @@ extension StressSuites {
                     #expect(round.writer.peek() == .failure(.cancelled))
                     #expect(round.stopped.value == 1)
                     #expect(round.mapped.peek() == .failure(.cancelled))
-                    #expect(round.mapped.isCancelled)
+                    #expect(round.mapped.isCancelled == true)
                     return "cancelled first"
                 }
             )
@@ -135,7 +135,7 @@ extension StressSuites {
                     #expect(round.lateStarts.value == 0, "a step or delivery started after cancel() returned")
                     #expect(round.stepRuns.value <= 1)
                     #expect(round.delivered.value <= round.stepRuns.value)
-                    #expect(round.mapped.isCancelled)
+                    #expect(round.mapped.isCancelled == true)
                     if round.delivered.value == 1 {
                         #expect(round.mapped.peek() == .success(1), "delivered before the cancel")
                         return "delivered"

@@ -52,7 +52,7 @@ extension StressSuites {
             let live = LiveCount()
 
             init(limits: Int) {
-                let source = input.withLock { $0! }.attempt
+                let source = input.withLock { $0?.attempt }!
                 for _ in 0..<limits {
                     let limited = source.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
                     addHandlers(TimeoutReleaseRaceStressTests.handlers / limits, to: limited)

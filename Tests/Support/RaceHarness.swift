@@ -186,4 +186,4 @@ public struct SplitMix: RandomNumberGenerator {
 
 /// Keeps the optimizer from deleting a computation.
 @inline(never)
-public func blackHole<T>(_ value: T) {}
+public func blackHole<T: ~Copyable>(_ value: consuming T) {}

@@ -30,7 +30,7 @@ extension Attempt {
         // demand: it takes over the unit the stage holds for itself, so that when the task gives
         // up, nothing is left that needs the stage.
         guard let unit = node.takeUnit(forOwner: true) else {
-            node.settleIfAbandoned()
+            node.settleIfUnneeded()
             return try await Future(storage: node).value.get()
         }
         let result: Result<Success, Failure>
@@ -45,7 +45,7 @@ extension Attempt {
             // that nothing needs any more is decided as cancelled now, letting go of what it
             // holds (a delay's result).
             unit.release()
-            node.settleIfAbandoned()
+            node.settleIfUnneeded()
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }

@@ -127,7 +127,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
             if let unit = input.takeUnit(forOwner: true) {
                 units.append(unit)
             } else {
-                input.settleIfAbandoned()
+                input.settleIfUnneeded()
             }
         }
         if !consumerHub().holdUpstream(units).held {
@@ -289,8 +289,8 @@ extension JoinAttemptNode {
 internal protocol DemandSource: AnyObject {
     /// See ``AttemptNode/takeUnit(forOwner:)``.
     func takeUnit(forOwner: Bool) -> DemandUnit?
-    /// See ``AttemptNode/settleIfAbandoned()``.
-    func settleIfAbandoned()
+    /// See ``AttemptNode/settleIfUnneeded()``.
+    func settleIfUnneeded()
 }
 
 extension AttemptNode: DemandSource {}

@@ -14,7 +14,7 @@ extension Attempt {
     /// cancellation fails the attempt at once with its failure type's cancellation error
     /// (`.cancelled` for a ``CancellableError``, `CancellationError` for `any Error`); for any
     /// other failure type, make a ``DeferredAttempt`` with
-    /// ``DeferredAttempt/init(cancellationError:)`` and return its ``DeferredAttempt/attempt``.
+    /// ``DeferredAttempt/init(cancellationError:file:line:)`` and return its ``DeferredAttempt/attempt``.
     ///
     /// It is for work that reports through a callback. To go on from another attempt, use
     /// ``map(upon:transform:)-(_,(Success)->NewSuccess)`` or
@@ -22,11 +22,21 @@ extension Attempt {
     /// cancellation and demand on; a chain of producers that fill from each other's handlers is
     /// filled and released recursively, one stack frame per link.
     ///
-    /// - Parameter body: Starts the work, and finishes the writer when it is done.
-    public init(_ body: (_ writer: DeferredAttempt<Success, Failure>) -> Void) {
-        let writer = DeferredAttempt<Success, Failure>()
-        body(writer)
+    /// `body` takes the writer: if it neither finishes the attempt nor keeps the writer (in a
+    /// closure or an object) before it returns, nothing can finish the attempt any more, and it
+    /// fails as abandoned (see ``AbandonedError``).
+    ///
+    /// - Parameters:
+    ///   - file: Where the attempt is made, for ``AbandonedError``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
+    ///   - body: Starts the work, and finishes the writer when it is done.
+    public init(
+        file: StaticString = #fileID, line: UInt = #line,
+        _ body: (_ writer: consuming DeferredAttempt<Success, Failure>) -> Void
+    ) {
+        let writer = DeferredAttempt<Success, Failure>(file: file, line: line)
         self = writer.attempt
+        body(writer)
     }
 
     /// Creates an attempt that finishes with `result` once `delay` has passed.

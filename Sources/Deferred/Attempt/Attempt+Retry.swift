@@ -97,7 +97,7 @@ extension Attempt {
         // Nothing needing the loop any more cancels it now, not when its backoff ends, so that the
         // work's captures go at once. Weak: the hub must not keep its own attempt alive.
         retrying.consumerHub().onCancel { [weak retrying] in
-            retrying?.settleIfAbandoned()
+            retrying?.settleIfUnneeded()
         }
         retrying.begin(first.node)
         return Attempt(node: retrying)

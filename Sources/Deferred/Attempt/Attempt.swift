@@ -23,7 +23,7 @@ public import Dispatch
 ///   the attempt had not finished, whether or not the producer kept its `DeferredAttempt`;
 /// - fails a pending attempt with its cancellation error at once (`.cancelled` for a
 ///   ``CancellableError``, `CancellationError` for `any Error`, or the error given to
-///   ``DeferredAttempt/init(cancellationError:)``), and every attempt derived from it with it;
+///   ``DeferredAttempt/init(cancellationError:file:line:)``), and every attempt derived from it with it;
 /// - stops the steps of this attempt that have not started, and cancels the attempts it waits
 ///   for unless something else needs them;
 /// - withdraws its success and failure callbacks that have not started, even if it had
@@ -106,7 +106,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     @inlinable
     public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Result<Success, Failure>) -> Void) {
         node.pin()
-        node.settleIfAbandoned()
+        node.settleIfUnneeded()
         node.upon(executor, execute: body)
     }
 
@@ -130,7 +130,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
             return result
         }
         guard let unit = node.takeUnit(forOwner: false) else {
-            node.settleIfAbandoned()
+            node.settleIfUnneeded()
             return node.wait(until: time)
         }
         // A wait that ends, by a result or a timeout, gives its unit back as a reader.
@@ -168,7 +168,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// still see it.
     ///
     /// An attempt whose failure type has no cancellation error (neither a ``CancellableError``
-    /// nor `any Error`, and none given to ``DeferredAttempt/init(cancellationError:)``) cannot
+    /// nor `any Error`, and none given to ``DeferredAttempt/init(cancellationError:file:line:)``) cannot
     /// fail by cancellation: cancelling it withdraws its callbacks and stops what it waits for,
     /// and it finishes when its producer fills it. Its derived attempts then finish from that
     /// result as if nothing had been cancelled, their steps included, since they have no error

@@ -60,7 +60,7 @@ extension AttemptNode {
             return false
         }
         if unit == nil {
-            source.settleIfAbandoned()
+            source.settleIfUnneeded()
         }
         return true
     }
@@ -155,7 +155,7 @@ extension Attempt {
         let hub = node.consumerHub()
         let (depth, continuesPath) = node.takeUnit(on: hub, continuingPath: true)
         if depth == nil {
-            node.settleIfAbandoned()
+            node.settleIfUnneeded()
             if node.isDecided {
                 // Decided meanwhile (a timeout that fired, say), releasing what it held.
                 return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)

@@ -216,7 +216,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// for lack of demand while it was pending, or, for a stage on a path, nothing holds a unit
     /// that needs it.
     @inlinable
-    internal final func settleIfAbandoned() {
+    internal final func settleIfUnneeded() {
         guard !isDecided, isUnneeded else {
             return
         }
@@ -258,7 +258,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Whether the attempt was cancelled; once this is `true`, the result is visible.
     @inlinable
     internal final var isCancelled: Bool {
-        settleIfAbandoned()
+        settleIfUnneeded()
         guard isCancelledFlag else {
             return false
         }
@@ -274,7 +274,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         if let result = peek() {
             return result
         }
-        settleIfAbandoned()
+        settleIfUnneeded()
         return peek()
     }
 }

@@ -17,23 +17,78 @@ public import Dispatch
 /// The first of completing and cancelling wins; whatever comes later changes nothing. The
 /// cancel handlers reach the work even if the producer keeps no reference to its
 /// `DeferredAttempt`: the attempts that consumers hold keep them.
-public struct DeferredAttempt<Success: Sendable, Failure: Error>: FutureProtocol, PromiseProtocol {
+///
+/// ## A writer cannot be lost silently
+///
+/// A `DeferredAttempt` is noncopyable: there is one writer, and when it goes away (at the end of
+/// the scope that owns it, or when the closure or object that took it is released) while its
+/// attempt is still pending, nothing can finish the attempt any more. So it fails there and then,
+/// as if `fail(with:)` were called where the writer was released:
+/// - with ``AbandonedError``, naming the writer's type and where it was made, if `Failure` is
+///   `any Error`;
+/// - with `Failure.abandoned` if `Failure` is an ``AbandonableError``.
+///
+/// Readers tell it apart from a cancellation and from the work's own errors, and the
+/// producer's cancel handlers do not run: nobody cancelled. A failure type with neither cannot
+/// say "abandoned", and its attempt stays pending: give the type an `abandoned` case.
+///
+/// Closures capture the writer without copying it, and it lives as long as they do:
+///
+/// ```swift
+/// let writer = DeferredAttempt<Int, any Error>()
+/// DispatchQueue.global().async { writer.succeed(with: 42) }
+/// return writer.attempt  // if the closure were dropped unrun, the attempt would fail at once
+/// ```
+///
+/// To keep writers in a collection, keep each in an object (a `final class` with a
+/// `DeferredAttempt` property): releasing the object releases the writer.
+public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, PromiseProtocol {
     /// An attempt's value: its success or its failure.
     public typealias Value = Result<Success, Failure>
 
     @usableFromInline
     internal let node: AttemptNode<Success, Failure>
 
+    /// Where the writer was made, for ``AbandonedError``.
+    @usableFromInline
+    internal let file: StaticString
+
+    /// The line where the writer was made.
+    @usableFromInline
+    internal let line: UInt
+
     /// Creates an attempt that has not finished.
     ///
     /// A cancellation fails it with `Failure.cancelled` if `Failure` is a
     /// ``CancellableError``, and with `CancellationError` if `Failure` is `any Error`. For any
-    /// other failure type, use ``init(cancellationError:)`` to say what a cancellation fails
-    /// with; without it, cancelling tells the producer and withdraws the callbacks, but the
+    /// other failure type, use ``init(cancellationError:file:line:)`` to say what a cancellation
+    /// fails with; without it, cancelling tells the producer and withdraws the callbacks, but the
     /// attempt finishes only when the producer fills it.
+    ///
+    /// - Parameters:
+    ///   - file: Where the writer is made, for ``AbandonedError``; leave the default.
+    ///   - line: The line where the writer is made; leave the default.
+    @inlinable
+    public init(file: StaticString = #fileID, line: UInt = #line) {
+        node = AttemptNode(cancellation: nil)
+        self.file = file
+        self.line = line
+    }
+
+    /// Creates an attempt that has not finished, for generic code over ``PromiseProtocol``.
+    ///
+    /// It is ``init(file:line:)`` without a place: an ``AbandonedError`` names the type only.
+    @_disfavoredOverload
     @inlinable
     public init() {
-        node = AttemptNode(cancellation: nil)
+        self.init(file: "(unknown)", line: 0)
+    }
+
+    /// Fails a pending attempt as abandoned: see ``AbandonedError``.
+    deinit {
+        if !node.isDecided {
+            node.abandon(file: file, line: line)
+        }
     }
 
     /// Creates an attempt that has not finished and fails with `cancellationError` if it is
@@ -49,9 +104,14 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: FutureProtocol
     ///
     /// Attempts derived from this one fail with the same error when they are cancelled.
     ///
-    /// - Parameter cancellationError: The failure of a cancelled attempt.
-    public init(cancellationError: Failure) {
+    /// - Parameters:
+    ///   - cancellationError: The failure of a cancelled attempt.
+    ///   - file: Where the writer is made, for ``AbandonedError``; leave the default.
+    ///   - line: The line where the writer is made; leave the default.
+    public init(cancellationError: Failure, file: StaticString = #fileID, line: UInt = #line) {
         node = AttemptNode(cancellation: CancellationErrorSource(cancellationError))
+        self.file = file
+        self.line = line
     }
 
     /// The read-only attempt that this completes.
@@ -70,7 +130,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: FutureProtocol
     @inlinable
     @discardableResult
     public func fill(with result: Result<Success, Failure>) -> Bool {
-        node.settleIfAbandoned()
+        node.settleIfUnneeded()
         guard node.decide(result) else {
             node.awaitPublication()
             return false

@@ -16,7 +16,10 @@
 /// finishLogin(session, token: "abc")
 /// finishLogin(session, token: "def")  // prints the message: the first token stays
 /// ```
-public protocol PromiseProtocol<Value>: Sendable {
+///
+/// A promise may be noncopyable, as ``DeferredAttempt`` is; generic code that takes any promise
+/// says so with `some PromiseProtocol<Value> & ~Copyable` and borrows it.
+public protocol PromiseProtocol<Value>: Sendable, ~Copyable {
     /// The type of the value.
     associatedtype Value: Sendable
 
@@ -37,7 +40,7 @@ public protocol PromiseProtocol<Value>: Sendable {
     func fill(with value: Value) -> Bool
 }
 
-extension PromiseProtocol {
+extension PromiseProtocol where Self: ~Copyable {
     /// Fills the promise with `value`, stopping the program if it is already filled.
     ///
     /// Use it where a second fill would be a logic error. The trap names the promise's type
@@ -55,7 +58,7 @@ extension PromiseProtocol {
     }
 }
 
-extension PromiseProtocol where Value == Void {
+extension PromiseProtocol where Self: ~Copyable, Value == Void {
     /// Fills a promise that carries no value, signalling that the event happened.
     ///
     /// - Returns: `true` if this call filled the promise, `false` if it was already filled.

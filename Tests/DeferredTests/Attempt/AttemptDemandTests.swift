@@ -119,7 +119,7 @@ import Testing
             [middle].allSucceeded().uponSuccess(.immediate) { _ in neighbourSaw.increment() }
         }
         end.cancel()
-        #expect(root.succeed(with: 0))
+        #expect(root.succeed(with: 0) == true)
         #expect(middleRuns.value == 1)
         #expect(neighbourSaw.value == 1)
         #expect(middle.peek() == .success(1))
@@ -140,7 +140,7 @@ import Testing
         stages[1].uponSuccess(.immediate) { _ in }
         stages[3].uponSuccess(.immediate) { _ in }
         stages[5].cancel()
-        #expect(root.succeed(with: 0))
+        #expect(root.succeed(with: 0) == true)
         #expect(runs.map(\.value) == [1, 1, 1, 1, 0, 0], "stage 4 runs for the handler on it, stage 5 for nothing")
     }
 
@@ -164,7 +164,7 @@ import Testing
             return
         }
         below.cancel()
-        #expect(root.succeed(with: 0))
+        #expect(root.succeed(with: 0) == true)
         #expect(middleRuns.value == 1 && endRuns.value == 1, "the reader on the end needs it and what it waits on")
         #expect(end.peek() == .success(2))
         reader.release(returning: true)
@@ -182,7 +182,7 @@ import Testing
         #expect(stopped.value == 0, "the reader still needs the producer")
         gaveUp.release()
         #expect(stopped.value == 1, "a reader that gives up leaves nothing needing it")
-        #expect(top.isCancelled)
+        #expect(top.isCancelled == true)
     }
 
     /// A stage releasing its path unit while a new stage below it takes a fresh one, replayed
@@ -198,8 +198,8 @@ import Testing
         // ...before the second half releases the old one.
         DemandUnit(hub, depth: DemandUnit.path).release()
         #expect(hub.needs(depth: 2))
-        #expect(!below.isCancelled)
-        #expect(root.succeed(with: 0))
+        #expect(below.isCancelled == false)
+        #expect(root.succeed(with: 0) == true)
         #expect(below.peek() == .success(2))
     }
 
@@ -244,7 +244,7 @@ import Testing
         let limited = above.timeout(after: .zero, upon: StoppedClock(), failingWith: .timedOut)
         #expect(limited.peek() == .failure(.timedOut))
         let below = kind.stage(after: limited)
-        #expect(root.succeed(with: 0))
+        #expect(root.succeed(with: 0) == true)
         later.resume()
         later.sync {}
         #expect(below.peek() == kind.expected, "its source's result, not a cancellation")

@@ -24,7 +24,7 @@ import Testing
         derived.cancel()
         #expect(stopped.value == 1, "exactly once")
         #expect(derived.peek() == .failure(.cancelled))
-        #expect(derived.isCancelled)
+        #expect(derived.isCancelled == true)
     }
 
     @Test(arguments: AttemptKind.allCases)
@@ -78,7 +78,7 @@ import Testing
         writer.attempt.cancel()
         let result = derived.wait(until: .now() + 10)
         #expect(result == .failure(.cancelled))
-        #expect(derived.isCancelled)
+        #expect(derived.isCancelled == true)
     }
 
     /// The kinds whose step runs on an executor of the caller's choice.
@@ -175,7 +175,7 @@ import Testing
         #expect(delivered.value == 0)
         #expect(failures.value == 0)
         #expect(writer.peek() == .success(1), "the decided result never changes")
-        #expect(writer.attempt.isCancelled)
+        #expect(writer.attempt.isCancelled == true)
     }
 
     @Test func aCancellationReachesNoSuccessOrFailureCallback() {
@@ -224,7 +224,7 @@ import Testing
         let writer = DeferredAttempt<Data, any Error>()
         writer.attempt.cancel()
         #expect(writer.peek()?.failureValue is CancellationError)
-        #expect(writer.isCancelled)
+        #expect(writer.isCancelled == true)
     }
 
     @Test func aPlainErrorCancelsWithTheErrorTheWriterWasGiven() {
@@ -233,7 +233,7 @@ import Testing
         mapped.cancel()
         #expect(mapped.peek() == .failure(PlainError(code: -1)))
         #expect(writer.peek() == .failure(PlainError(code: -1)), "nothing else needed the work")
-        #expect(mapped.isCancelled)
+        #expect(mapped.isCancelled == true)
     }
 
     @Test func aPlainErrorWithoutACancellationErrorStillStopsTheProducerAndWithdraws() {

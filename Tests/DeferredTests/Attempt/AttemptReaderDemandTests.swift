@@ -52,8 +52,8 @@ import Testing
 
         if readers.othersRemain {
             #expect(stopped.value == 0, "the \(readers) still needs the work")
-            #expect(!attempt.isCancelled)
-            #expect(producer.succeed(with: 0))
+            #expect(attempt.isCancelled == false)
+            #expect(producer.succeed(with: 0) == true)
             #expect(attempt.value(within: 10) == kind.succeeded(depth: 1))
             #expect(derived?.peek() ?? attempt.peek() == kind.succeeded(depth: 1))
             if readers == .aTaskAndAHandler {
@@ -62,8 +62,8 @@ import Testing
             return
         }
         #expect(stopped.value == 1, "the producer was told to stop, once")
-        #expect(attempt.isCancelled)
-        #expect(!producer.succeed(with: 0), "a stopped producer's late result is refused")
+        #expect(attempt.isCancelled == true)
+        #expect(producer.succeed(with: 0) == false, "a stopped producer's late result is refused")
         withExtendedLifetime(derived) {}
     }
 }
@@ -84,7 +84,7 @@ import Testing
         try? await Task.sleep(for: .milliseconds(20))
         attempt.cancel()
         #expect(stopped.value == 1, "the producer was told to stop by the time cancel() returned")
-        #expect(!producer.succeed(with: 0), "its late result is refused")
+        #expect(producer.succeed(with: 0) == false, "its late result is refused")
         for task in tasks {
             #expect(await failure(of: task) == .cancelled)
         }

@@ -12,7 +12,7 @@ import Testing
     static let depth = TestSize.current.depth
 
     /// A chain of `depth` stages of `kind` after a producer that counts its cancellations.
-    struct Chain: Sendable {
+    struct Chain: ~Copyable, Sendable {
         let producer = DeferredAttempt<Int, TestError>()
         let stopped = Counter()
         let tail: Attempt<Int, TestError>

@@ -8,13 +8,13 @@ import Testing
         let writer = DeferredAttempt<Int, TestError>()
         let attempt = writer.attempt
         #expect(attempt.peek() == nil)
-        #expect(!attempt.isFilled)
-        #expect(writer.succeed(with: 3))
-        #expect(!writer.fail(with: .failed(1)))
-        #expect(!writer.fill(with: .success(4)))
+        #expect(attempt.isFilled == false)
+        #expect(writer.succeed(with: 3) == true)
+        #expect(writer.fail(with: .failed(1)) == false)
+        #expect(writer.fill(with: .success(4)) == false)
         #expect(attempt.peek() == .success(3))
-        #expect(writer.isFilled)
-        #expect(!attempt.isCancelled)
+        #expect(writer.isFilled == true)
+        #expect(attempt.isCancelled == false)
     }
 
     @Test func aWriterCanFailOrFillWithAResult() {
@@ -59,7 +59,7 @@ import Testing
         let both = [attempt, Attempt(succeededWith: 5)].allFilled()
         writer.succeed(with: 4)
         #expect(doubled.peek() == 8)
-        #expect(done.isFilled)
+        #expect(done.isFilled == true)
         #expect(both.peek() == [.success(4), .success(5)])
         #expect(await attempt.value == .success(4))
     }
@@ -121,10 +121,10 @@ import Testing
         writer.attempt.cancel()
         writer.attempt.cancel()
         #expect(writer.peek() == .failure(.cancelled))
-        #expect(writer.isCancelled)
-        #expect(writer.attempt.isCancelled)
+        #expect(writer.isCancelled == true)
+        #expect(writer.attempt.isCancelled == true)
         #expect(stopped.value == 1)
-        #expect(!writer.succeed(with: 1), "the work's late result changes nothing")
+        #expect(writer.succeed(with: 1) == false, "the work's late result changes nothing")
         #expect(writer.peek() == .failure(.cancelled))
     }
 
@@ -152,7 +152,7 @@ import Testing
         writer.attempt.cancel()
         #expect(stopped.value == 0)
         #expect(writer.peek() == .success(1), "the decided result never changes")
-        #expect(writer.attempt.isCancelled, "the success is withdrawn from its callbacks")
+        #expect(writer.attempt.isCancelled == true, "the success is withdrawn from its callbacks")
     }
 
     @Test func cancellingADerivedAttemptCancelsItsSourceWhenNothingElseNeedsIt() {
@@ -177,7 +177,7 @@ import Testing
         let derived = writer.attempt.map(upon: .immediate) { $0 }
         derived.cancel()
         #expect(stopped.value == 0)
-        #expect(writer.succeed(with: 1))
+        #expect(writer.succeed(with: 1) == true)
     }
 
     @Test func cancellingTheSourceFailsEveryDerivedAttempt() {
@@ -205,7 +205,7 @@ import Testing
     }
 
     @Test func allSucceededCancelsTheRestWhenOneFails() {
-        let writers = (0..<3).map { _ in DeferredAttempt<Int, TestError>() }
+        let writers = (0..<3).map { _ in HeldWriter<Int, TestError>() }
         let stopped = Counter()
         for writer in writers {
             writer.onCancel { stopped.increment() }
@@ -219,7 +219,7 @@ import Testing
     }
 
     @Test func cancellingAllSucceededCancelsEveryInput() {
-        let writers = (0..<3).map { _ in DeferredAttempt<Int, TestError>() }
+        let writers = (0..<3).map { _ in HeldWriter<Int, TestError>() }
         let all = writers.map(\.attempt).allSucceeded()
         all.cancel()
         let cancelled = writers.filter { $0.isCancelled }.count
@@ -227,7 +227,7 @@ import Testing
     }
 
     @Test func firstSucceededCancelsTheOthersOnceOneSucceeds() {
-        let writers = (0..<3).map { _ in DeferredAttempt<Int, TestError>() }
+        let writers = (0..<3).map { _ in HeldWriter<Int, TestError>() }
         let first = writers.map(\.attempt).firstSucceeded()
         writers[2].fail(with: .failed(2))
         #expect(first.peek() == nil, "one failure is not the end")
@@ -245,7 +245,7 @@ import Testing
         reader.cancel()
         #expect(await failure(of: reader) == .cancelled)
         await stopped.value
-        #expect(writer.isCancelled, "nobody else needed the work")
+        #expect(writer.isCancelled == true, "nobody else needed the work")
     }
 
     @Test func aCancelledReaderLeavesWorkThatOthersNeed() async {
@@ -255,7 +255,7 @@ import Testing
         try? await Task.sleep(for: .milliseconds(10))
         reader.cancel()
         #expect(await failure(of: reader) == .cancelled)
-        #expect(!writer.isCancelled)
+        #expect(writer.isCancelled == false)
         writer.succeed(with: 2)
         #expect(other.peek() == .success(2))
     }
@@ -268,7 +268,7 @@ import Testing
             after: .milliseconds(20), upon: DispatchQueue.global(), failingWith: .timedOut)
         #expect(limited.value() == .failure(.timedOut))
         #expect(stopped.value() != nil, "the producer was told to stop")
-        #expect(!writer.succeed(with: 1))
+        #expect(writer.succeed(with: 1) == false)
     }
 
     @Test func aResultWithinTheTimeoutPassesThrough() {

@@ -124,7 +124,7 @@ extension AttemptTimerReleaseTests {
         reader.cancel()
         #expect(await failure(of: reader) == .cancelled)
         #expect(live.value == 0, "the only reader gave up: the delay was cancelled and let its result go")
-        #expect(delayed.isCancelled)
+        #expect(delayed.isCancelled == true)
     }
 }
 
@@ -221,6 +221,9 @@ extension AttemptTimerReleaseTests {
                 registry.read = Self.reading(attempt, reading)
                 cancel = {
                     attempt.cancel()
+                    // The producer stays pending until then: released earlier, it would fail
+                    // the attempt as abandoned.
+                    _ = producer.isFilled
                     return attempt.isCancelled
                 }
             }

@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func allSucceededCollectsTheValuesInOrder() {
-        let writers = (0..<4).map { _ in DeferredAttempt<Int, TestError>() }
+        let writers = (0..<4).map { _ in HeldWriter<Int, TestError>() }
         let all = writers.map(\.attempt).allSucceeded()
         for index in [2, 0, 3, 1] {
             #expect(all.peek() == nil)
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func firstSucceededFailsWithTheLastErrorWhenAllFail() {
-        let writers = (0..<3).map { _ in DeferredAttempt<Int, TestError>() }
+        let writers = (0..<3).map { _ in HeldWriter<Int, TestError>() }
         let first = writers.map(\.attempt).firstSucceeded()
         writers[1].fail(with: .failed(1))
         writers[0].fail(with: .failed(0))
@@ -186,11 +186,11 @@ import Testing
     }
 
     @Test func cancellingARetryCancelsTheAttemptInFlightAndStops() {
-        let writers = Deferred<DeferredAttempt<Int, TestError>>()
+        let writers = Deferred<HeldWriter<Int, TestError>>()
         let tries = Counter()
         let result = Attempt<Int, TestError>.retry(attempts: 6, upon: DispatchQueue.global()) {
             tries.increment()
-            let writer = DeferredAttempt<Int, TestError>()
+            let writer = HeldWriter<Int, TestError>()
             writers.fill(with: writer)
             return writer.attempt
         }

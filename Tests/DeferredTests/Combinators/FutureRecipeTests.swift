@@ -62,8 +62,8 @@ import Testing
         #expect(ran.value == 1, "the body ran before the initializer returned")
         #expect(future.peek() == nil)
         let deferred = later.peek()!
-        #expect(deferred.fill(with: 1))
-        #expect(!deferred.fill(with: 2))
+        #expect(deferred.fill(with: 1) == true)
+        #expect(deferred.fill(with: 2) == false)
         #expect(future.peek() == 1)
     }
 
@@ -78,11 +78,11 @@ import Testing
 
     @Test func aDeferredOfAResultSucceedsOrFailsOnce() {
         let login = Deferred<Result<Int, TestError>>()
-        #expect(login.succeed(with: 1))
-        #expect(!login.fail(with: .failed(2)))
+        #expect(login.succeed(with: 1) == true)
+        #expect(login.fail(with: .failed(2)) == false)
         #expect(login.peek() == .success(1))
         let failed = Deferred<Result<Int, TestError>>()
-        #expect(failed.fail(with: .failed(2)))
+        #expect(failed.fail(with: .failed(2)) == true)
         #expect(Attempt(failed).peek() == .failure(.failed(2)))
     }
 }

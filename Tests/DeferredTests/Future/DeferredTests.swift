@@ -7,31 +7,31 @@ import Testing
     @Test func anUnfilledDeferredHasNoValue() {
         let deferred = Deferred<Int>()
         #expect(deferred.peek() == nil)
-        #expect(!deferred.isFilled)
+        #expect(deferred.isFilled == false)
     }
 
     @Test func fillMakesTheValueVisibleToEveryReader() {
         let deferred = Deferred<Int>()
         let copy = deferred
-        #expect(deferred.fill(with: 42))
+        #expect(deferred.fill(with: 42) == true)
         #expect(deferred.peek() == 42)
         #expect(copy.peek() == 42)
-        #expect(copy.isFilled)
+        #expect(copy.isFilled == true)
         #expect(Future(deferred).peek() == 42)
     }
 
     @Test func aSecondFillReturnsFalseAndKeepsTheFirstValue() {
         let deferred = Deferred<String>()
-        #expect(deferred.fill(with: "first"))
-        #expect(!deferred.fill(with: "second"))
+        #expect(deferred.fill(with: "first") == true)
+        #expect(deferred.fill(with: "second") == false)
         #expect(deferred.peek() == "first")
     }
 
     @Test func aDeferredCreatedFilledCannotBeFilledAgain() {
         let deferred = Deferred(filledWith: 7)
-        #expect(deferred.isFilled)
+        #expect(deferred.isFilled == true)
         #expect(deferred.peek() == 7)
-        #expect(!deferred.fill(with: 8))
+        #expect(deferred.fill(with: 8) == false)
         #expect(deferred.peek() == 7)
     }
 
@@ -48,7 +48,7 @@ import Testing
         let deferred = Deferred<Int>()
         let received = Deferred<Int>()
         deferred.upon(.immediate) { received.fill(with: $0) }
-        #expect(!received.isFilled)
+        #expect(received.isFilled == false)
         deferred.fill(with: 3)
         #expect(received.peek() == 3)
     }

@@ -8,10 +8,10 @@ import Testing
         let deferred = Deferred<Int>()
         let future = Future(deferred)
         #expect(future.peek() == nil)
-        #expect(!future.isFilled)
+        #expect(future.isFilled == false)
         deferred.fill(with: 6)
         #expect(future.peek() == 6)
-        #expect(future.isFilled)
+        #expect(future.isFilled == true)
         #expect(future.wait(until: .now()) == 6)
     }
 
@@ -27,7 +27,7 @@ import Testing
     @Test func theNeverFutureIsNeverFilled() {
         let never = Future<Int>.never
         #expect(never.peek() == nil)
-        #expect(!never.isFilled)
+        #expect(never.isFilled == false)
         #expect(never.wait(until: .now() + 0.01) == nil)
         let ran = Counter()
         never.upon(.immediate) { _ in ran.increment() }

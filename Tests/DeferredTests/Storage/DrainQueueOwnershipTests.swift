@@ -107,7 +107,7 @@ import Testing
                 tail.upon(.immediate) { seen.fill(with: $0) }
             }
         }
-        #expect(root.fill(with: 1))
+        #expect(root.fill(with: 1) == true)
         #expect(seen.peek() == (withDownstream ? 21 : nil))
         #expect(live.value == 0)
         #expect(stages.alive == 0)

@@ -7,7 +7,7 @@ import Testing
 @Suite struct StorageStateTests {
     @Test func aNewStorageHasNoValueAndNoHandlers() {
         let state = StorageState.initial
-        #expect(!state.isFilled)
+        #expect(state.isFilled == false)
         #expect(!state.isFillClaimed)
         #expect(!state.hasPendingHandlers)
         #expect(state.overflowHead == 0)
@@ -38,7 +38,7 @@ import Testing
 
     @Test func aPublishedStorageRunsNewHandlersAtOnce() {
         let published = StorageState.published
-        #expect(published.isFilled)
+        #expect(published.isFilled == true)
         #expect(published.isFillClaimed)
         #expect(!published.hasPendingHandlers)
         #expect(published.registration == .runNow)

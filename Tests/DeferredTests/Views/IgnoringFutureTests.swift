@@ -8,13 +8,13 @@ import Testing
         let deferred = Deferred<Int>()
         let ignored = deferred.ignored()
         #expect(ignored.peek() == nil)
-        #expect(!ignored.isFilled)
+        #expect(ignored.isFilled == false)
         let ran = Counter()
         ignored.upon(.immediate) { ran.increment() }
         deferred.fill(with: 1)
         #expect(ran.value == 1)
         #expect(ignored.peek() != nil)
-        #expect(ignored.isFilled)
+        #expect(ignored.isFilled == true)
         #expect(ignored.wait(until: .now()) != nil)
     }
 
@@ -29,15 +29,15 @@ import Testing
         let once: IgnoringFuture<Deferred<String>> = deferred.ignored()
         let twice: IgnoringFuture<Deferred<String>> = once.ignored()
         deferred.fill(with: "done")
-        #expect(twice.isFilled)
+        #expect(twice.isFilled == true)
         #expect(twice.base.peek() == "done")
     }
 
     @Test func anIgnoringFutureCanBeErased() {
         let deferred = Deferred<Int>()
         let done: Future<Void> = deferred.ignored().eraseToFuture()
-        #expect(!done.isFilled)
+        #expect(done.isFilled == false)
         deferred.fill(with: 1)
-        #expect(done.isFilled)
+        #expect(done.isFilled == true)
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// continuous clock, on every kind of reader, with the same meaning.
 @Suite struct DeadlineFormTests {
     enum Reader: String, CaseIterable, CustomTestStringConvertible {
-        case deferred, future, mapped, lazyMap, ignored, attempt, deferredAttempt
+        case deferred, future, mapped, lazyMap, ignored, attempt
         var testDescription: String { rawValue }
     }
 
@@ -25,7 +25,6 @@ import Testing
         case .lazyMap: check(deferred.lazy.map { $0 + 1 }, fill: fill)
         case .ignored: check(deferred.ignored(), fill: fill)
         case .attempt: check(writer.attempt, fill: fill)
-        case .deferredAttempt: check(writer, fill: fill)
         }
     }
 
