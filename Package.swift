@@ -20,11 +20,14 @@ let package = Package(
     products: [
         .library(name: "Deferred", targets: ["Deferred"]),
         .library(name: "DeferredExecutors", targets: ["DeferredExecutors"]),
+        // For test targets: a Swift Testing trait that fails a test which leaves futures pending.
+        .library(name: "DeferredTesting", targets: ["DeferredTesting"]),
         .executable(name: "deferred-demo", targets: ["DeferredDemo"]),
     ],
     targets: [
         .target(name: "Deferred", swiftSettings: swiftSettings),
         .target(name: "DeferredExecutors", dependencies: ["Deferred"], swiftSettings: swiftSettings),
+        .target(name: "DeferredTesting", dependencies: ["Deferred"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "DeferredDemo",
             dependencies: ["Deferred", "DeferredExecutors"],
@@ -38,7 +41,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DeferredTests",
-            dependencies: ["Deferred", "DeferredExecutors", "TestSupport"],
+            dependencies: ["Deferred", "DeferredExecutors", "DeferredTesting", "TestSupport"],
             swiftSettings: testSwiftSettings
         ),
         .testTarget(

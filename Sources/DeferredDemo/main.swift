@@ -42,6 +42,11 @@ let scenarios: [Scenario] = [
         run: runUIThreadScenario
     ),
     Scenario(
+        name: "debugging",
+        summary: "a service forgets to answer on one path: the lost writer, and the futures left pending",
+        run: runDebuggingScenario
+    ),
+    Scenario(
         name: "main-thread",
         summary: "results reach the main thread through the main queue and the main run loop",
         run: runMainThreadScenario

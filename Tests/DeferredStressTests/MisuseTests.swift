@@ -45,6 +45,36 @@ extension StressSuites {
             }
         #endif
 
+        #if EXIT_TESTS  // a test in a child process, where no other test makes futures
+            /// While futures are tracked, a `Deferred` released unfilled while a handler waits
+            /// is reported with its type and place, and stops the program if asked to.
+            @Test(arguments: [false, true])
+            func aLostDeferredIsReportedOrStopsTheProgram(trapping: Bool) async {
+                let result = await #expect(
+                    processExitsWith: trapping ? .failure : .success, observing: [\.standardOutputContent]
+                ) { [trapping] in
+                    PendingFutures.isTracking = true
+                    PendingFutures.trapsOnLostWriters = trapping
+                    do {
+                        let forgotten = Deferred<[String]>()
+                        forgotten.upon(.immediate) { _ in }
+                    }
+                    let typed = DeferredAttempt<Int, TestError>()
+                    typed.attempt.upon(.immediate) { _ in }
+                    _ = consume typed
+                    endExitTest(passed: PendingFutures.lostWriterCount == 2)
+                }
+                let message = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                if !trapping {
+                    #expect(
+                        message.contains(
+                            "Deferred: Deferred<Array<String>> made at DeferredStressTests/MisuseTests.swift:"))
+                    #expect(message.contains("was released unfilled while something waits for it"))
+                    #expect(message.contains("DeferredAttempt<Int, TestError> made at"))
+                }
+            }
+        #endif
+
         #if EXIT_TESTS  // a test in a child process; CI runs this suite in a release build too
             /// A retry that may not start the work even once is a mistake in the call, stopped
             /// with a message in every build.

@@ -71,11 +71,16 @@ extension AttemptNode {
         let error: Failure
         if Failure.self == (any Error).self {
             let abandoned = AbandonedError(
-                writerType: "DeferredAttempt<\(Success.self), any Error>", file: "\(file)", line: line)
+                writerType: DeferredAttempt<Success, Failure>.typeName, file: "\(file)", line: line)
             error = abandoned as any Error as! Failure
         } else if let abandonable = Failure.self as? any AbandonableError.Type {
             error = abandonable.abandoned as any Error as! Failure
         } else {
+            // The failure type cannot say "abandoned": the attempt stays pending. A recorded
+            // writer whose attempt something waits for is reported (see ``PendingFutures``).
+            if PendingFutures.isRecording, isTrackedWaitedFor {
+                PendingFutures.lost(self)
+            }
             return
         }
         settleIfUnneeded()

@@ -73,6 +73,9 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
         node = AttemptNode(cancellation: nil)
         self.file = file
         self.line = line
+        if PendingFutures.isRecording {
+            PendingFutures.record(node, typeName: Self.typeName, file: file, line: line)
+        }
     }
 
     /// Creates an attempt that has not finished, for generic code over ``PromiseProtocol``.
@@ -112,6 +115,16 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
         node = AttemptNode(cancellation: CancellationErrorSource(cancellationError))
         self.file = file
         self.line = line
+        if PendingFutures.isRecording {
+            PendingFutures.record(node, typeName: Self.typeName, file: file, line: line)
+        }
+    }
+
+    /// The writer's type as reports name it, such as `DeferredAttempt<Data, any Error>`.
+    @usableFromInline
+    internal static var typeName: String {
+        let failure = Failure.self == (any Error).self ? "any Error" : "\(Failure.self)"
+        return "DeferredAttempt<\(Success.self), \(failure)>"
     }
 
     /// The read-only attempt that this completes.

@@ -30,9 +30,26 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
     internal let source: FutureSource<Value>
 
     /// Creates an unfilled deferred.
+    ///
+    /// - Parameters:
+    ///   - file: Where the deferred is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the deferred is made; leave the default.
+    @inlinable
+    public init(file: StaticString = #fileID, line: UInt = #line) {
+        let storage = Storage<Value>()
+        source = .storage(storage)
+        if PendingFutures.isRecording {
+            PendingFutures.record(storage, typeName: "Deferred<\(Value.self)>", file: file, line: line)
+        }
+    }
+
+    /// Creates an unfilled deferred, for generic code over ``PromiseProtocol``.
+    ///
+    /// It is ``init(file:line:)`` without a place.
+    @_disfavoredOverload
     @inlinable
     public init() {
-        source = .storage(Storage())
+        self.init(file: "(unknown)", line: 0)
     }
 
     /// Creates a deferred that is already filled with `value`.

@@ -16,9 +16,12 @@ extension Future {
     /// chain of producers that each fill from another future's `upon` handler fills and is
     /// released recursively, one stack frame per link, where those combinators use a loop.
     ///
-    /// - Parameter body: Starts the work, and fills the deferred when it is done.
-    public init(_ body: (_ deferred: Deferred<Value>) -> Void) {
-        let deferred = Deferred<Value>()
+    /// - Parameters:
+    ///   - file: Where the future is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the future is made; leave the default.
+    ///   - body: Starts the work, and fills the deferred when it is done.
+    public init(file: StaticString = #fileID, line: UInt = #line, _ body: (_ deferred: Deferred<Value>) -> Void) {
+        let deferred = Deferred<Value>(file: file, line: line)
         body(deferred)
         self.init(deferred)
     }

@@ -79,6 +79,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         }
         let word = StorageState(rawValue: state.load(ordering: .acquiring))
         if word.needsDetach {
+            if PendingFutures.isRecording {
+                PendingFutures.lost(self)
+            }
             var downstream = ReleaseStack()
             detachHandlers(to: &downstream)
             downstream.releaseAll()

@@ -1,0 +1,46 @@
+import Deferred
+public import Testing
+
+/// A Swift Testing trait that fails a test which leaves futures pending: every `Deferred` and
+/// `DeferredAttempt` the test makes, in its task, must be filled by the time the test returns.
+///
+/// ```swift
+/// import DeferredTesting
+/// import Testing
+///
+/// @Test(.leavesNoPendingFutures) func loadingAProfileAnswers() async throws {
+///     let service = ProfileService()
+///     _ = try await service.profile(id: 7).get()
+/// }
+/// ```
+///
+/// A writer left unfilled is reported as an issue of the test, naming its type and where it was
+/// made (see `PendingFutures`), even if every copy of it was dropped. On a suite, it applies to
+/// each of the suite's tests. Futures made on other threads or queues are not watched.
+public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
+    /// Creates the trait; `.leavesNoPendingFutures` reads better.
+    public init() {}
+
+    /// Applies to every test of a suite it is attached to.
+    public var isRecursive: Bool { true }
+
+    /// Runs the test, then records an issue for each future it left pending.
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        // A suite's own scope is not a test: its tests each get theirs.
+        guard testCase != nil || !test.isSuite else {
+            try await function()
+            return
+        }
+        let (_, pending) = try await PendingFutures.madeDuring { try await function() }
+        for future in pending {
+            Issue.record("the test left a future pending: \(future)")
+        }
+    }
+}
+
+extension Trait where Self == LeavesNoPendingFutures {
+    /// Fails the test if a `Deferred` or `DeferredAttempt` it made is not filled when it returns.
+    public static var leavesNoPendingFutures: Self { LeavesNoPendingFutures() }
+}

@@ -1,0 +1,120 @@
+import Deferred
+import DeferredTesting
+import TestSupport
+import Testing
+
+/// "Why hasn't this filled?": the writers a piece of code leaves unfilled, with where they were
+/// made, and a pending future's description.
+@Suite struct PendingFuturesTests {
+    @Test func aScopeReportsTheWritersItLeftUnfilledWithTheirPlace() {
+        let kept = Deferred<Int>()
+        var line: UInt = 0
+        let (waiting, pending) = PendingFutures.madeDuring {
+            let filled = Deferred<Int>()
+            filled.fill(with: 1)
+            line = #line + 1
+            let forgotten = Deferred<String>()
+            forgotten.upon(.immediate) { _ in }
+            _ = Deferred<Int>()  // dropped unfilled, with nobody waiting: still reported
+            kept.fill(with: 2)
+            return forgotten
+        }
+        #expect(
+            pending == [
+                PendingFuture(
+                    typeName: "Deferred<String>", file: "DeferredTests/PendingFuturesTests.swift", line: line,
+                    isWaitedFor: true),
+                PendingFuture(
+                    typeName: "Deferred<Int>", file: "DeferredTests/PendingFuturesTests.swift", line: line + 2,
+                    isWaitedFor: false),
+            ])
+        #expect(
+            pending.first?.description
+                == "Deferred<String> made at DeferredTests/PendingFuturesTests.swift:\(line), waited for")
+        waiting.fill(with: "late")
+    }
+
+    @Test func attemptsAreReportedUnlessTheyFinished() {
+        let (_, pending) = PendingFutures.madeDuring {
+            let typed = DeferredAttempt<Int, TestError>()
+            _ = typed.attempt.map(upon: .immediate) { $0 + 1 }
+            let lost = DeferredAttempt<Int, any Error>()  // abandoned at the end of the scope
+            _ = lost.attempt
+            _ = Attempt<Int, TestError> { writer in writer.succeed(with: 1) }
+        }
+        #expect(pending.map(\.typeName) == ["DeferredAttempt<Int, TestError>"])
+        #expect(pending.first?.isWaitedFor == true, "the map waits for it")
+    }
+
+    @Test func aScopeWatchesItsTaskOnly() async {
+        let outside = Deferred<Int>()
+        let line: UInt = #line + 2
+        let (_, pending) = await PendingFutures.madeDuring {
+            let inside = Future<Int> { _ in }
+            try? await Task.sleep(for: .milliseconds(1))
+            return inside
+        }
+        #expect(pending.map(\.typeName) == ["Deferred<Int>"])
+        #expect(pending.first?.line == line, "a producer's place is where the Future is made")
+        outside.fill(with: 0)
+    }
+
+    @Test func trackingListsTheLiveUnfilledWritersOnly() {
+        PendingFutures.isTracking = true
+        let line: UInt = #line + 1
+        let pending = Deferred<Int>()
+        let filled = Deferred<Int>()
+        var dropped: Deferred<Int>? = Deferred<Int>()
+        filled.fill(with: 1)
+        dropped = nil
+        let mine = PendingFutures.all.filter { $0.file == "DeferredTests/PendingFuturesTests.swift" }
+        PendingFutures.isTracking = false
+        #expect(mine.map(\.line) == [line], "only the pending one, which something still holds")
+        #expect(dropped == nil)
+        #expect(pending.debugDescription.hasPrefix("Deferred(unfilled"))
+        pending.fill(with: 0)
+    }
+
+    @Test func aPendingFutureSaysWhetherAnythingWaitsAndWhereItWasMade() {
+        let plain = Deferred<Int>()
+        #expect(plain.debugDescription == "Deferred(unfilled)")
+        Future(plain).upon(.immediate) { _ in }
+        #expect(Future(plain).debugDescription == "Future(unfilled, waited for)")
+        let (description, _) = PendingFutures.madeDuring {
+            let writer = DeferredAttempt<Int, TestError>()
+            defer { writer.succeed(with: 0) }
+            return "\(String(reflecting: writer.attempt)) #\(#line - 2)"
+        }
+        let line = description.split(separator: "#").last.map(String.init) ?? ""
+        #expect(
+            description
+                == "Attempt(unfilled, made at DeferredTests/PendingFuturesTests.swift:\(line)) #\(line)")
+        plain.fill(with: 0)
+    }
+
+    @Test(.leavesNoPendingFutures) func aTestThatFillsWhatItMakesPassesTheTrait() async {
+        let deferred = Deferred<Int>()
+        let writer = DeferredAttempt<Int, TestError>()
+        Task { deferred.fill(with: 1) }
+        writer.succeed(with: 2)
+        #expect(await deferred.value == 1)
+    }
+
+    @Test func theTraitFailsATestThatLeavesAFuturePending() async throws {
+        let test = try #require(Test.current)
+        let line: UInt = #line + 5
+        try await withKnownIssue {
+            try await LeavesNoPendingFutures().provideScope(
+                for: test, testCase: Test.Case.current,
+                performing: {
+                    _ = Deferred<Int>()
+                })
+        } matching: { issue in
+            issue.comments.contains {
+                $0.rawValue
+                    == "the test left a future pending: Deferred<Int> made at "
+                    + "DeferredTests/PendingFuturesTests.swift:\(line), with no reader"
+            }
+        }
+    }
+}
