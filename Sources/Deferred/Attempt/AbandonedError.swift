@@ -54,7 +54,9 @@ public struct AbandonedError: Error, Equatable, CustomStringConvertible {
 /// ```
 ///
 /// An attempt of such a type whose ``DeferredAttempt`` goes away while it is pending fails with
-/// `.abandoned` at once; see ``AbandonedError``.
+/// `.abandoned` at once; see ``AbandonedError``. If the type has no cancellation error either, a
+/// producer that stops on `onCancel` by dropping its writer finishes the attempt as abandoned:
+/// fail it with an error of your own first.
 public protocol AbandonableError: Error {
     /// The error of an attempt whose writer was released before it finished.
     static var abandoned: Self { get }

@@ -20,7 +20,7 @@ extension Attempt {
     /// ``map(upon:transform:)-(_,(Success)->NewSuccess)`` or
     /// ``andThen(upon:start:)-(_,(Success)->Attempt<NewSuccess,Failure>)``, which also pass
     /// cancellation and demand on; a chain of producers that fill from each other's handlers is
-    /// filled and released recursively, one stack frame per link.
+    /// filled, abandoned and released recursively, a few stack frames per link.
     ///
     /// `body` takes the writer: if it neither finishes the attempt nor keeps the writer (in a
     /// closure or an object) before it returns, nothing can finish the attempt any more, and it

@@ -32,6 +32,11 @@ public import Dispatch
 /// producer's cancel handlers do not run: nobody cancelled. A failure type with neither cannot
 /// say "abandoned", and its attempt stays pending: give the type an `abandoned` case.
 ///
+/// Handlers on ``ImmediateExecutor`` run where the writer is released, so do not release it
+/// under a lock that they take. A writer that its own attempt keeps alive (captured by its own
+/// `onCancel` handler or by a handler of its attempt, directly or through objects they hold) is
+/// not lost until the attempt finishes or is cancelled.
+///
 /// Closures capture the writer without copying it, and it lives as long as they do:
 ///
 /// ```swift
