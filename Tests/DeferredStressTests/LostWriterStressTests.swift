@@ -212,7 +212,7 @@ final class Once<Value: Sendable>: Sendable {
                 let root = round.writer.attempt.peek()
                 // The delay stage answers on the global queue.
                 for (index, stage) in round.stages.enumerated() {
-                    let result = stage.wait(for: .seconds(10))
+                    let result = stage.wait(for: .seconds(60))
                     #expect(result != nil, "\(DerivedKind.allCases[index]) hangs")
                     if index != DerivedKind.allCases.firstIndex(of: .delay) {
                         #expect(round.handled[index].count.value == 1)
@@ -467,12 +467,12 @@ final class Once<Value: Sendable>: Sendable {
             let handled = Counter()
             limited.upon(.immediate) { _ in handled.increment() }
             queue.submit(after: .microseconds(50)) { writer.lose() }
-            let result = limited.wait(for: .seconds(10))
+            let result = limited.wait(for: .seconds(60))
             #expect(result == .failure(.timedOut) || result == .failure(.abandoned), "\(String(describing: result))")
             queue.sync {}
             Thread.sleep(forTimeInterval: 0.0002)
             queue.sync {}
-            let root = writer.attempt.wait(for: .seconds(10))
+            let root = writer.attempt.wait(for: .seconds(60))
             #expect(root == .failure(.abandoned) || root == .failure(.cancelled))
             #expect(writer.stopped.value == (root == .failure(.cancelled) ? 1 : 0))
             #expect(handled.value == 1)
@@ -494,7 +494,7 @@ final class Once<Value: Sendable>: Sendable {
     /// it, on the submitting thread, and a handler that submits again does not deadlock.
     @Test func aThreadExecutorRefusingABodyAbandonsItsWriter() {
         let executor = ThreadExecutor(name: "attack")
-        executor.shutdown().wait(for: .seconds(10))
+        executor.shutdown().wait(for: .seconds(60))
         let handled = Counter()
         let seen = Once<Result<Int, LostWriterError>?>()
         let ok = Self.finishes {
@@ -532,7 +532,7 @@ final class Once<Value: Sendable>: Sendable {
             attempts.append(writer.attempt)
             executor.submit(after: .seconds(60)) { writer.succeed(with: 1) }
         }
-        let ok = Self.finishes { executor.shutdown().wait(for: .seconds(10)) }
+        let ok = Self.finishes { executor.shutdown().wait(for: .seconds(60)) }
         #expect(ok, "deadlock")
         #expect(handled.value == 20)
         for attempt in attempts {
@@ -552,7 +552,7 @@ final class Once<Value: Sendable>: Sendable {
             executor.submit { followUp.fill(with: executor.isCurrent) }
         }
         executor.submit { writer.lose() }
-        #expect(followUp.wait(for: .seconds(10)) == true)
+        #expect(followUp.wait(for: .seconds(60)) == true)
         #expect(writer.attempt.peek() == .failure(.abandoned))
     }
 
@@ -563,7 +563,7 @@ final class Once<Value: Sendable>: Sendable {
         defer { host.shutdown() }
         let executor = Deferred<RunLoopExecutor>()
         host.submit { executor.fill(with: RunLoopExecutor.current(inCommonModes: false)) }
-        let loop = executor.wait(for: .seconds(10))!
+        let loop = executor.wait(for: .seconds(60))!
         let again = Deferred<Void>()
         let later = Deferred<Void>()
         do {
@@ -575,8 +575,8 @@ final class Once<Value: Sendable>: Sendable {
             loop.submit { _ = writer.isCancelled }  // runs without finishing, then is released
             loop.submit(after: .milliseconds(1)) { _ = writer.isCancelled }
         }
-        #expect(again.wait(for: .seconds(10)) != nil, "deadlock or lost block")
-        #expect(later.wait(for: .seconds(10)) != nil, "deadlock or lost timer")
+        #expect(again.wait(for: .seconds(60)) != nil, "deadlock or lost block")
+        #expect(later.wait(for: .seconds(60)) != nil, "deadlock or lost timer")
     }
 
     /// A ManualExecutor dropped with bodies that hold writers, and one whose body releases a
@@ -674,7 +674,7 @@ final class Once<Value: Sendable>: Sendable {
             done.fill()
         }
         executor.submit { slot.lose() }
-        #expect(done.wait(for: .seconds(10)) != nil, "deadlock")
+        #expect(done.wait(for: .seconds(60)) != nil, "deadlock")
     }
 
     // MARK: 3. Deep chains

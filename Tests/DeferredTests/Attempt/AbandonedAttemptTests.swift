@@ -76,7 +76,10 @@ import Testing
                 let waiting = Deferred<Void>()
                 Thread.detachNewThread {
                     waiting.fill()
-                    got.fill(with: attempt.wait(for: .seconds(60)))
+                    // Longer than `answer()` polls: under a sanitizer on a busy machine, the
+                    // test's task may wait a minute for a thread of the cooperative pool before
+                    // it loses the writer.
+                    got.fill(with: attempt.wait(for: .seconds(600)))
                 }
                 await waiting.value
                 try? await Task.sleep(for: .milliseconds(10))  // Let the thread start waiting.
