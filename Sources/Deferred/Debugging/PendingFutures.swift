@@ -44,9 +44,17 @@ public enum PendingFutures {
     /// The writers made while ``isTracking`` was on that are still unfilled and still
     /// referenced, oldest first.
     public static var all: [PendingFuture] {
-        registry.sync { registry in
-            registry.prune()
-            return registry.entries.values.sorted { $0.order < $1.order }.compactMap { $0.pending() }
+        // The futures are read, and the references taken to read them released, outside the
+        // lock: a release may be the last, and a storage's `deinit` may report to the registry.
+        let live = registry.sync { registry in
+            registry.entries.values.compactMap { entry in entry.future.map { (entry, $0) } }
+        }
+        return live.sorted { $0.0.order < $1.0.order }.compactMap { entry, future in
+            future.isTrackedFilled
+                ? nil
+                : PendingFuture(
+                    typeName: entry.typeName, file: entry.file, line: entry.line,
+                    isWaitedFor: future.isTrackedWaitedFor)
         }
     }
 
@@ -146,7 +154,8 @@ public enum PendingFutures {
             scope.add(record)
         }
         if globalTracking.load(ordering: .relaxed) {
-            registry.sync { $0.add(record) }
+            let released = registry.sync { $0.add(record) }
+            withExtendedLifetime(released) {}  // released here, outside the lock
         }
     }
 
@@ -283,32 +292,52 @@ private struct Registry {
         let file: String
         let line: UInt
         let order: Int
-
-        func pending() -> PendingFuture? {
-            guard let future, !future.isTrackedFilled else {
-                return nil
-            }
-            return PendingFuture(typeName: typeName, file: file, line: line, isWaitedFor: future.isTrackedWaitedFor)
-        }
+        /// When a pruning first found the future gone (uptime nanoseconds): its `deinit` may
+        /// still be about to report it, so the entry is kept for a second more.
+        var goneSince: UInt64? = nil
     }
 
     var entries: [ObjectIdentifier: Entry] = [:]
     private var addedSincePrune = 0
 
-    mutating func add(_ record: Record) {
+    /// Adds `record`, pruning now and then; returns the references the pruning took, for the
+    /// caller to release outside the lock.
+    mutating func add(_ record: Record) -> [any TrackedFuture] {
         entries[ObjectIdentifier(record.strong)] = Entry(
             future: record.strong, typeName: record.typeName, file: record.file, line: record.line,
             order: record.order)
         addedSincePrune += 1
-        if addedSincePrune >= 1_024 {
-            prune()
+        guard addedSincePrune >= 1_024 else {
+            return []
         }
+        return prune()
     }
 
-    /// Forgets futures that were filled or released.
-    mutating func prune() {
+    /// Forgets futures that were filled or released; returns the references it took to read
+    /// them, which must be released outside the lock (a last release runs a storage's `deinit`,
+    /// which may report to this registry).
+    mutating func prune() -> [any TrackedFuture] {
         addedSincePrune = 0
-        entries = entries.filter { $0.value.pending() != nil }
+        var read: [any TrackedFuture] = []
+        var kept: [ObjectIdentifier: Entry] = [:]
+        let now = DispatchTime.now().uptimeNanoseconds
+        for (key, var entry) in entries {
+            guard let future = entry.future else {
+                // Released: kept a while, for a `deinit` that has not reported it yet.
+                let since = entry.goneSince ?? now
+                if now &- since < 1_000_000_000 {
+                    entry.goneSince = since
+                    kept[key] = entry
+                }
+                continue
+            }
+            read.append(future)
+            if !future.isTrackedFilled {
+                kept[key] = entry
+            }
+        }
+        entries = kept
+        return read
     }
 }
 

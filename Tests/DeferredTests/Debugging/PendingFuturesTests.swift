@@ -59,22 +59,6 @@ import Testing
         outside.fill(with: 0)
     }
 
-    @Test func trackingListsTheLiveUnfilledWritersOnly() {
-        PendingFutures.isTracking = true
-        let line: UInt = #line + 1
-        let pending = Deferred<Int>()
-        let filled = Deferred<Int>()
-        var dropped: Deferred<Int>? = Deferred<Int>()
-        filled.fill(with: 1)
-        dropped = nil
-        let mine = PendingFutures.all.filter { $0.file == "DeferredTests/PendingFuturesTests.swift" }
-        PendingFutures.isTracking = false
-        #expect(mine.map(\.line) == [line], "only the pending one, which something still holds")
-        #expect(dropped == nil)
-        #expect(pending.debugDescription.hasPrefix("Deferred(unfilled"))
-        pending.fill(with: 0)
-    }
-
     @Test func aPendingFutureSaysWhetherAnythingWaitsAndWhereItWasMade() {
         let plain = Deferred<Int>()
         #expect(plain.debugDescription == "Deferred(unfilled)")
