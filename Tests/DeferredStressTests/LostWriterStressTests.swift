@@ -116,6 +116,10 @@ final class Once<Value: Sendable>: Sendable {
 }
 
 @Suite(.serialized) struct LostWriterStressTests {
+    /// A quarter of the usual rounds per race: the races here run one after another, and
+    /// each still runs until it has seen every interleaving it names.
+    static let rounds = TestSize.current.raceRounds / 4
+
     // MARK: 1. Races
 
     /// One round: a writer, a stage of `kind` derived from its attempt, and what they reported.
@@ -138,7 +142,7 @@ final class Once<Value: Sendable>: Sendable {
     func aLostWriterAgainstCancellingADerivedStage(_ kind: DerivedKind) {
         RaceHarness.expectInterleavings(
             "writer lost against cancelling a \(kind) stage",
-
+            rounds: Self.rounds,
             expected: ["root abandoned", "root cancelled"],
             setup: { StageRound(kind) },
             left: { $0.writer.lose() },
@@ -203,7 +207,7 @@ final class Once<Value: Sendable>: Sendable {
     @Test func aLostWriterAgainstCancellingTheAttemptWithEveryKindOfStage() {
         RaceHarness.expectInterleavings(
             "writer lost against cancel() with a stage of every kind",
-
+            rounds: Self.rounds,
             expected: ["root abandoned", "root cancelled"],
             setup: FanRound.init,
             left: { $0.writer.lose() },
@@ -256,7 +260,7 @@ final class Once<Value: Sendable>: Sendable {
     func aLostWriterAgainstABlockingWaitTimingOut(onStage: Bool) {
         RaceHarness.expectInterleavings(
             "writer lost against wait(for:) timing out\(onStage ? " on a stage" : "")",
-
+            rounds: Self.rounds,
             expected: ["timed out", "answered"],
             setup: { WaitRound(onStage: onStage) },
             left: { $0.writer.lose() },
@@ -287,7 +291,7 @@ final class Once<Value: Sendable>: Sendable {
     func aLostWriterAgainstCancellingATaskAwaitingGet() async {
         await RaceHarness.expectInterleavings(
             "writer lost against cancelling a task awaiting get()",
-
+            rounds: Self.rounds,
             expected: ["abandoned", "cancelled"]
         ) { size in
             await Self.taskBatch(size)
@@ -345,7 +349,7 @@ final class Once<Value: Sendable>: Sendable {
     @Test func aLostWriterAgainstANewStageAndHandler() {
         RaceHarness.expectInterleavings(
             "writer lost against a new stage and handler",
-
+            rounds: Self.rounds,
             expected: ["stage first", "loss first"],
             setup: LateRound.init,
             left: { $0.writer.lose() },
@@ -873,7 +877,7 @@ extension LostWriterStressTests {
     @Test func aLostWriterAgainstANewCancelHandlerThenCancel() {
         RaceHarness.expectInterleavings(
             "writer lost against onCancel + cancel()",
-
+            rounds: Self.rounds,
             expected: ["abandoned", "cancelled"],
             setup: HandlerRound.init,
             left: { round in blackHole(round.slot.withLock { $0.take() }) },
@@ -927,7 +931,7 @@ extension LostWriterStressTests {
     @Test func aLostAnyErrorWriterAgainstCancellingAStage() {
         RaceHarness.expectInterleavings(
             "any Error writer lost against cancelling a map stage",
-
+            rounds: Self.rounds,
             expected: ["abandoned", "cancelled"],
             setup: AnyRound.init,
             left: { round in blackHole(round.slot.withLock { $0.take() }) },

@@ -31,6 +31,33 @@ extension StressSuites {
             pending.fill(with: 0)
         }
 
+        /// A storage made where a recorded writer was released is not taken for it: it is
+        /// neither reported under the dead writer's name nor described with its place.
+        @Test func aStorageAtADeadWritersAddressIsNotTakenForIt() {
+            PendingFutures.isTracking = true
+            defer { PendingFutures.isTracking = false }
+            var falseReports = 0
+            var falsePlaces = 0
+            for _ in 0..<200 {
+                let before = PendingFutures.lostWriterCount
+                do { _ = Deferred<(Int, Int, Int, Int, Int, Int)>() }  // recorded, no reader
+                do {
+                    let upstream = Deferred<Int>()
+                    let stage = upstream.map(upon: .immediate) { $0 + 1 }  // may reuse its memory
+                    stage.upon(.immediate) { _ in }
+                    if String(reflecting: stage).contains("made at") {
+                        falsePlaces += 1
+                    }
+                }
+                // Only the upstream, lost with the stage registered on it, is reported.
+                if PendingFutures.lostWriterCount - before != 1 {
+                    falseReports += 1
+                }
+            }
+            #expect(falseReports == 0)
+            #expect(falsePlaces == 0)
+        }
+
         @Test func listingWhileWritersAreLostOnOtherThreadsNeverDeadlocks() {
             PendingFutures.isTracking = true
             defer { PendingFutures.isTracking = false }

@@ -81,7 +81,7 @@ extension AttemptNode {
             // The failure type cannot say "abandoned": the attempt stays pending. A recorded
             // writer whose attempt something waits for is reported (see ``PendingFutures``).
             if PendingFutures.isRecording, isTrackedWaitedFor {
-                PendingFutures.lost(self)
+                PendingFutures.writerLost(self)
             }
             return
         }

@@ -26,7 +26,8 @@ public import Synchronization
 /// combinators make from them: a stuck stage is stuck because a writer above it is. Code that
 /// ``madeDuring(_:)-(()->Result)`` runs on other threads or queues is not part of the scope.
 ///
-/// With tracking off, the only cost is one relaxed atomic load when a writer is made.
+/// With tracking off and no scope running anywhere, making a writer costs one relaxed atomic load
+/// more; while a scope runs (in any test, say), a task-local lookup too.
 public enum PendingFutures {
     /// Whether every writer made from now on records where it was made, for ``all``.
     ///
@@ -69,11 +70,11 @@ public enum PendingFutures {
     public static func madeDuring<Result>(_ body: () throws -> Result) rethrows -> (
         result: Result, pending: [PendingFuture]
     ) {
-        let scope = Scope()
+        let scope = Scope(parent: $scope.get())
         trackingSwitch.add(1, ordering: .relaxed)
         defer { trackingSwitch.subtract(1, ordering: .relaxed) }
         let result = try $scope.withValue(scope) { try body() }
-        return (result, scope.pending())
+        return (result, scope.close())
     }
 
     /// Runs `body`, and returns its result with the writers it made, in this task, that are
@@ -88,23 +89,26 @@ public enum PendingFutures {
     public static func madeDuring<Result>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Result
     ) async rethrows -> (result: Result, pending: [PendingFuture]) {
-        let scope = Scope()
+        let scope = Scope(parent: $scope.get())
         trackingSwitch.add(1, ordering: .relaxed)
         defer { trackingSwitch.subtract(1, ordering: .relaxed) }
         let result = try await $scope.withValue(scope) { try await body() }
-        return (result, scope.pending())
+        return (result, scope.close())
     }
 
     /// Whether a lost writer stops the program instead of printing its report.
     ///
-    /// While ``isTracking`` is on, a recorded writer that goes away unfilled while something
-    /// waits for it (a `Deferred` whose every copy is released while handlers or derived futures
-    /// wait, a `DeferredAttempt` whose failure type cannot say "abandoned") is reported:
+    /// While ``isTracking`` is on, a recorded writer that goes away unfilled while handlers or
+    /// derived futures are registered on it (a `Deferred` whose every copy is released, a
+    /// `DeferredAttempt` whose failure type cannot say "abandoned") is reported:
     ///
     /// ```text
     /// Deferred: Deferred<Profile> made at App/ProfileService.swift:31 was released unfilled while
-    /// something waits for it; it will never be filled.
+    /// handlers or derived futures were registered on it; they will never run.
     /// ```
+    ///
+    /// A derived future counts even if nothing holds it any more: its source still has its
+    /// registration, and a writer lost unfilled is the producer's bug either way.
     ///
     /// By default the report is printed (the first ten in a process) and counted in
     /// ``lostWriterCount``; set this to `true` to stop at the first one instead. A blocked thread
@@ -119,18 +123,40 @@ public enum PendingFutures {
         lostCount.load(ordering: .relaxed)
     }
 
-    /// Reports `future`, released unfilled while handlers wait, if it was recorded.
-    @usableFromInline
-    internal static func lost(_ future: AnyObject) {
+    /// Forgets `future`, a recorded writer's storage that is going away, and reports it if it
+    /// was `lost`: released unfilled while handlers or derived futures were registered on it.
+    internal static func released(_ future: AnyObject, lost: Bool) {
         let key = ObjectIdentifier(future)
-        guard globalTracking.load(ordering: .relaxed),
-            let place = registry.sync({ $0.entries.removeValue(forKey: key) })
-        else {
+        guard let place = registry.sync({ $0.entries.removeValue(forKey: key) }), lost, !place.isReported else {
             return
         }
-        let message =
-            "\(place.typeName) made at \(place.file):\(place.line) was released unfilled while something "
-            + "waits for it; it will never be filled."
+        report(place, "was released unfilled while handlers or derived futures were registered on it")
+    }
+
+    /// Reports the recorded writer of `future`, an attempt that something waits for.
+    ///
+    /// Its `DeferredAttempt` went away while its failure type cannot say "abandoned". The
+    /// attempt stays listed in ``all``.
+    internal static func writerLost(_ future: AnyObject) {
+        let key = ObjectIdentifier(future)
+        let place = registry.sync { registry -> Registry.Entry? in
+            guard let entry = registry.entries[key], !entry.isReported else {
+                return nil
+            }
+            registry.entries[key]?.isReported = true
+            return entry
+        }
+        if let place {
+            report(place, "lost its writer unfinished while handlers or derived attempts were registered on it")
+        }
+    }
+
+    /// Prints or traps on a lost writer, made at `place`, that `what` happened to.
+    private static func report(_ place: Registry.Entry, _ what: String) {
+        guard globalTracking.load(ordering: .relaxed) else {
+            return
+        }
+        let message = "\(place.typeName) made at \(place.file):\(place.line) \(what); they will never run."
         if trapsOnLostWriters {
             fatalError(message)
         }
@@ -146,16 +172,25 @@ public enum PendingFutures {
         trackingSwitch.load(ordering: .relaxed) != 0
     }
 
-    /// Records `future`, a writer of `typeName` just made at `file`, `line`.
+    /// Records `future`, a writer of `typeName` just made at `file`, `line`: in every open
+    /// ``madeDuring(_:)-(()->Result)`` scope around this code, and in the list of ``all`` if
+    /// ``isTracking`` is on.
     @usableFromInline
     internal static func record(_ future: some TrackedFuture, typeName: String, file: StaticString, line: UInt) {
-        let record = Record(future, typeName: typeName, file: "\(file)", line: line)
-        if let scope = $scope.get() {
-            scope.add(record)
+        let innermost = $scope.get()
+        let tracking = globalTracking.load(ordering: .relaxed)
+        guard innermost != nil || tracking else {
+            return
         }
-        if globalTracking.load(ordering: .relaxed) {
-            let released = registry.sync { $0.add(record) }
-            withExtendedLifetime(released) {}  // released here, outside the lock
+        let record = Record(future, typeName: typeName, file: "\(file)", line: line)
+        var scope = innermost
+        while let open = scope {
+            open.add(record)
+            scope = open.parent
+        }
+        if tracking {
+            registry.sync { $0.add(record) }
+            future.markRecorded()
         }
     }
 
@@ -165,8 +200,12 @@ public enum PendingFutures {
             return nil
         }
         let key = ObjectIdentifier(future)
-        if let record = $scope.get()?.record(for: key) {
-            return "\(record.file):\(record.line)"
+        var scope = $scope.get()
+        while let open = scope {
+            if let record = open.record(for: key) {
+                return "\(record.file):\(record.line)"
+            }
+            scope = open.parent
         }
         return registry.sync { registry in
             registry.entries[key].map { "\($0.file):\($0.line)" }
@@ -224,6 +263,9 @@ internal protocol TrackedFuture: AnyObject, Sendable {
 
     /// Whether handlers (of readers, derived futures, waiters) wait for the value.
     var isTrackedWaitedFor: Bool { get }
+
+    /// Makes the storage tell ``PendingFutures`` when it goes.
+    func markRecorded()
 }
 
 extension DeferredStorage: TrackedFuture {
@@ -266,19 +308,35 @@ private final class Record: Sendable {
 
 /// The records of one ``PendingFutures/madeDuring(_:)-(()->Result)``, which keeps them until it
 /// returns.
+///
+/// A task started inside it inherits it, but records nothing into it once it is closed.
 private final class Scope: Sendable {
-    private let records = Locked<[ObjectIdentifier: Record]>([:])
+    /// The scope around this one, which records what this one records.
+    let parent: Scope?
+
+    /// The records, or `nil` once the scope is closed.
+    private let records = Locked<[ObjectIdentifier: Record]?>([:])
+
+    init(parent: Scope?) {
+        self.parent = parent
+    }
 
     func add(_ record: Record) {
-        records.sync { $0[ObjectIdentifier(record.strong)] = record }
+        records.sync { $0?[ObjectIdentifier(record.strong)] = record }
     }
 
     func record(for key: ObjectIdentifier) -> Record? {
-        records.sync { $0[key] }
+        records.sync { $0?[key] }
     }
 
-    func pending() -> [PendingFuture] {
-        records.sync { $0.values.sorted { $0.order < $1.order }.compactMap { $0.pending() } }
+    /// Closes the scope; returns the futures recorded in it that are still unfilled, oldest first.
+    func close() -> [PendingFuture] {
+        let closed = records.sync { records in
+            defer { records = nil }
+            return records.map { Array($0.values) } ?? []
+        }
+        // The records are released here, outside the lock.
+        return closed.sorted { $0.order < $1.order }.compactMap { $0.pending() }
     }
 }
 
@@ -292,52 +350,18 @@ private struct Registry {
         let file: String
         let line: UInt
         let order: Int
-        /// When a pruning first found the future gone (uptime nanoseconds): its `deinit` may
-        /// still be about to report it, so the entry is kept for a second more.
-        var goneSince: UInt64? = nil
+        /// Whether it was reported as lost already.
+        var isReported = false
     }
 
+    /// The entries, by storage: each is removed when its storage goes (see
+    /// ``DeferredStorage/markRecorded()``), so a key never names a storage other than its own.
     var entries: [ObjectIdentifier: Entry] = [:]
-    private var addedSincePrune = 0
 
-    /// Adds `record`, pruning now and then; returns the references the pruning took, for the
-    /// caller to release outside the lock.
-    mutating func add(_ record: Record) -> [any TrackedFuture] {
+    mutating func add(_ record: Record) {
         entries[ObjectIdentifier(record.strong)] = Entry(
             future: record.strong, typeName: record.typeName, file: record.file, line: record.line,
             order: record.order)
-        addedSincePrune += 1
-        guard addedSincePrune >= 1_024 else {
-            return []
-        }
-        return prune()
-    }
-
-    /// Forgets futures that were filled or released; returns the references it took to read
-    /// them, which must be released outside the lock (a last release runs a storage's `deinit`,
-    /// which may report to this registry).
-    mutating func prune() -> [any TrackedFuture] {
-        addedSincePrune = 0
-        var read: [any TrackedFuture] = []
-        var kept: [ObjectIdentifier: Entry] = [:]
-        let now = DispatchTime.now().uptimeNanoseconds
-        for (key, var entry) in entries {
-            guard let future = entry.future else {
-                // Released: kept a while, for a `deinit` that has not reported it yet.
-                let since = entry.goneSince ?? now
-                if now &- since < 1_000_000_000 {
-                    entry.goneSince = since
-                    kept[key] = entry
-                }
-                continue
-            }
-            read.append(future)
-            if !future.isTrackedFilled {
-                kept[key] = entry
-            }
-        }
-        entries = kept
-        return read
     }
 }
 

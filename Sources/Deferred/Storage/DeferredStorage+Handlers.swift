@@ -100,16 +100,17 @@ extension DeferredStorage {
         guard !isFilled else {
             return nil
         }
-        let existing = waiterRegistry.load(ordering: .acquiring)
+        let existing = waiterRegistry.load(ordering: .acquiring) & ~recordedBit
         if existing != 0 {
             return RetainedBits.borrow(existing)
         }
         let made = WaiterRegistry<Value>()
         let bits = RetainedBits.retain(made)
-        let (winner, stored) = waiterRegistry.update { $0 == 0 ? bits : nil }
+        // Keeps the bit that says `PendingFutures` recorded this storage.
+        let (winner, stored) = waiterRegistry.update { $0 & ~recordedBit == 0 ? bits | ($0 & recordedBit) : nil }
         guard stored else {
             RetainedBits.release(bits, as: WaiterRegistry<Value>.self)
-            return RetainedBits.borrow(winner)
+            return RetainedBits.borrow(winner & ~recordedBit)
         }
         add(.link(made, WaiterRegistry<Value>.resumeAll))
         return made

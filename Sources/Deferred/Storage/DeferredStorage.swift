@@ -52,8 +52,17 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     ///
     /// Raw bits rather than a generic atomic reference: destroying a generic field in the
     /// unspecialized deinit would look up its metadata on every deallocation.
+    ///
+    /// Its lowest bit (``recordedBit``; a registry's address is 16-byte aligned) says that
+    /// ``PendingFutures`` recorded this storage, so that `deinit` tells it when the storage goes.
     @usableFromInline
     internal let waiterRegistry: Atomic<UInt>
+
+    /// Marks this storage as recorded by ``PendingFutures``: its `deinit` will say when it goes.
+    @usableFromInline
+    internal final func markRecorded() {
+        waiterRegistry.bitwiseOr(recordedBit, ordering: .relaxed)
+    }
 
     @inlinable
     override internal init() {
@@ -73,15 +82,16 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     }
 
     deinit {
-        let waiters = waiterRegistry.load(ordering: .acquiring)
+        let registryWord = waiterRegistry.load(ordering: .acquiring)
+        let waiters = registryWord & ~recordedBit
         if waiters != 0 {
             RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
         }
         let word = StorageState(rawValue: state.load(ordering: .acquiring))
+        if registryWord & recordedBit != 0 {
+            PendingFutures.released(self, lost: word.needsDetach)
+        }
         if word.needsDetach {
-            if PendingFutures.isRecording {
-                PendingFutures.lost(self)
-            }
             var downstream = ReleaseStack()
             detachHandlers(to: &downstream)
             downstream.releaseAll()
@@ -291,3 +301,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         }
     }
 }
+
+/// The bit of ``DeferredStorage/waiterRegistry`` that says ``PendingFutures`` recorded the
+/// storage.
+internal var recordedBit: UInt { 1 }

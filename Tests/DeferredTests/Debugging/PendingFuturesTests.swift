@@ -59,6 +59,39 @@ import Testing
         outside.fill(with: 0)
     }
 
+    @Test func anOuterScopeSeesWhatAnInnerOneRecorded() {
+        let (inner, outer) = PendingFutures.madeDuring {
+            PendingFutures.madeDuring { _ = Deferred<Int>() }.pending
+        }
+        #expect(inner.count == 1)
+        #expect(outer == inner)
+    }
+
+    @Test func aTaskStartedInAScopeRecordsNothingIntoItOnceItReturned() async {
+        let live = LiveCount()
+        let start = Deferred<Void>()
+        let made = Deferred<Void>()
+        let (task, pending) = PendingFutures.madeDuring {
+            Task {
+                await start.value
+                for _ in 0..<100 {
+                    let deferred = Deferred<Int>()
+                    let tracked = LifetimeTracked(live)
+                    deferred.upon(.immediate) { _ in _ = tracked }
+                }
+                made.fill()
+            }
+        }
+        #expect(pending.isEmpty)
+        // Another scope keeps recording switched on while the task makes its writers.
+        _ = await PendingFutures.madeDuring {
+            start.fill()
+            await made.value
+        }
+        #expect(live.value == 0, "the closed scope kept the task's writers")
+        await task.value
+    }
+
     @Test func aPendingFutureSaysWhetherAnythingWaitsAndWhereItWasMade() {
         let plain = Deferred<Int>()
         #expect(plain.debugDescription == "Deferred(unfilled)")
