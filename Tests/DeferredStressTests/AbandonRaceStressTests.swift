@@ -8,6 +8,9 @@ extension StressSuites {
     /// decides, every handler runs once, and the producer is told to stop only if the
     /// cancellation won.
     @Suite struct AbandonRaceStressTests {
+        /// Half the usual rounds: LostWriterStressTests races the loss against much more.
+        static let rounds = TestSize.current.raceRounds / 2
+
         enum Abandonable: CancellableError, AbandonableError, Equatable {
             case cancelled, abandoned
         }
@@ -39,6 +42,7 @@ extension StressSuites {
         @Test func aLostWriterAgainstCancelDecidesOnceAndStopsTheProducerOnlyIfCancelled() {
             RaceHarness.expectInterleavings(
                 "writer lost against cancel()",
+                rounds: Self.rounds,
                 expected: ["abandoned first", "cancelled first"],
                 setup: Round.init,
                 left: { round in round.loseTheWriter() },
@@ -71,6 +75,7 @@ extension StressSuites {
         @Test func aLostWriterAgainstANewReaderAnswersItOnce() {
             RaceHarness.expectInterleavings(
                 "writer lost against a new handler",
+                rounds: Self.rounds,
                 expected: ["lost before the handler", "handler before the loss"],
                 setup: Round.init,
                 left: { round in round.loseTheWriter() },

@@ -62,7 +62,7 @@ extension StressSuites {
             PendingFutures.isTracking = true
             defer { PendingFutures.isTracking = false }
             let reportsBefore = PendingFutures.lostWriterCount
-            let rounds = TestSize.current.raceRounds * 5
+            let rounds = TestSize.current.raceRounds
             let done = Deferred<Void>()
             let lister = Deferred<Int>()
             DispatchQueue.global().async {
