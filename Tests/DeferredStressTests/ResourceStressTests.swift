@@ -91,6 +91,56 @@ extension StressSuites {
                 expectFlat(measuredFigure("growth", in: report), over: "attempt create/cancel cycles")
             }
 
+            /// A table shared by key forgets every key whose run ended: finished, cancelled by its
+            /// last caller, or lost by its producer; and its dictionary shrinks again after a
+            /// burst of keys in flight at once.
+            @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+            func residentMemoryStaysFlatOverManySharedKeys() async {
+                let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                    let shared = SharedAttempts<Int, [Int], TestError>()
+                    var nextKey = 0
+                    func cycles(_ count: Int) {
+                        var writers: [HeldWriter<[Int], TestError>] = []
+                        for _ in 0..<count {
+                            nextKey += 1
+                            let key = nextKey
+                            let start: (Int) -> Attempt<[Int], TestError> = { _ in
+                                let writer = HeldWriter<[Int], TestError>()
+                                writers.append(writer)
+                                return writer.attempt
+                            }
+                            switch key % 3 {
+                            case 0:  // finished, with a caller that left and one that stayed
+                                shared.attempt(for: key, start: start).cancel()
+                                shared.attempt(for: key, start: start).uponSuccess(.immediate) { blackHole($0) }
+                            case 1:  // cancelled by its last caller
+                                shared.attempt(for: key, start: start).cancel()
+                            default:  // lost by its producer, with a caller waiting
+                                shared.attempt(for: key) { _ in Attempt { _ in } }.uponSuccess(.immediate) {
+                                    blackHole($0)
+                                }
+                            }
+                            // Runs in flight at once: up to a thousand, then all finished.
+                            if writers.count >= 1_000 {
+                                for writer in writers {
+                                    writer.succeed(with: [key])
+                                }
+                                writers = []
+                            }
+                        }
+                        for writer in writers {
+                            writer.succeed(with: [])
+                        }
+                    }
+                    let growth = residentGrowth(warmUp: 100_000, count: TestSize.current.memoryCycles, cycles)
+                    print("growth: \(growth)\nkeys left: \(shared.count)")
+                    endExitTest(passed: true)
+                }
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                #expect(measuredFigure("keys left", in: report) == 0, "every key was forgotten")
+                expectFlat(measuredFigure("growth", in: report), over: "shared keys")
+            }
+
             @Test(.timeLimit(.minutes(2)), .enabled(if: threadCount() != nil))
             func shutDownThreadExecutorsLeaveNoThreadBehind() async {
                 let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {

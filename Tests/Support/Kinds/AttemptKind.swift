@@ -1,5 +1,6 @@
 public import Deferred
 public import Dispatch
+import Synchronization
 public import Testing
 
 /// Every kind of derived attempt, as one stage of a chain that keeps `Attempt<Int, TestError>`.
@@ -9,6 +10,7 @@ public import Testing
 public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case map, mapError, andThen, recover, fallback, retry, timeout, delay, allSucceeded, firstSucceeded
     case filter, reduce, find, traverse, fallbackIntoOtherFailure, delayedResult
+    case shared
 
     /// The case name, as the test log shows it.
     public var testDescription: String { rawValue }
@@ -57,6 +59,10 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
                 .fallback(upon: .immediate) { Attempt<Int, TestError>(failedWith: $0.unwrapped) }
         case .delayedResult:
             attempt.andThen(upon: .immediate) { Attempt(filledWith: .success($0), after: .zero, upon: queue) }
+        case .shared:
+            // A caller of a run shared by key, in one table for every stage, each under a key
+            // of its own.
+            sharedStages.attempt(for: sharedStageKeys.wrappingAdd(1, ordering: .relaxed).oldValue) { _ in attempt }
         }
     }
 
@@ -97,3 +103,9 @@ extension TestError {
         if case .failed(let code) = self { .failed(code + 1) } else { self }
     }
 }
+
+/// The table of every ``AttemptKind/shared`` stage.
+private let sharedStages = SharedAttempts<Int, Int, TestError>()
+
+/// The next key of a ``AttemptKind/shared`` stage.
+private let sharedStageKeys = Atomic<Int>(0)

@@ -1,0 +1,243 @@
+/// The runs that ``SharedAttempts`` and ``SharedFutures`` share, by key: at most one *run* per
+/// key at a time, each with a *generation* number, and the results kept for a while if asked.
+///
+/// A run is held weakly: the work it follows keeps it, so a run whose work was dropped unfinished
+/// (a lost writer of a type that cannot say "abandoned") is released with it, and the next caller
+/// starts a new run instead of joining one that can never finish. Such runs never report their
+/// end; a sweep removes them whenever the table has doubled since the last one.
+///
+/// Every decision about a key is made under the table's lock: whether a caller joins the run in
+/// flight (`join` succeeds) or starts the next generation, and whether a run that ended is
+/// forgotten or kept. Ends are reported with their generation, so a late report about a run that
+/// a newer one replaced changes nothing. Nothing runs under the lock but dictionary operations,
+/// `join` and `makeRun` (atomic steps and allocations); whatever an operation removes is
+/// released after the lock is given back.
+///
+/// The dictionary is rebuilt smaller when it is mostly empty, so a table whose keys come and go
+/// stays as small as the number of keys it holds at once.
+///
+/// `@unchecked Sendable` is sound because `entries` and `generations` are read and written only
+/// inside `lock.withLock`, and `retention` never changes.
+@usableFromInline
+internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept: Sendable>: @unchecked Sendable {
+    /// What the table holds for a key.
+    @usableFromInline
+    internal enum Entry {
+        /// A run in flight, held weakly: a run is kept by the work it follows, and one whose
+        /// work was dropped unfinished is released and no longer joined.
+        case running(WeakRun, generation: UInt64)
+        /// A run's result, kept until its time is up.
+        case kept(Kept, generation: UInt64)
+    }
+
+    /// What a caller found for its key.
+    @usableFromInline
+    internal enum Found<Joined> {
+        /// A kept result.
+        case kept(Kept)
+        /// The run in flight, joined.
+        case joined(Run, Joined)
+        /// A new run, joined, that the caller must start.
+        case started(Run, Joined)
+    }
+
+    /// A run, held weakly.
+    @usableFromInline
+    internal struct WeakRun {
+        @usableFromInline
+        internal weak var run: Run?
+
+        @inlinable
+        internal init(_ run: Run) {
+            self.run = run
+        }
+    }
+
+    /// How long results are kept, and where their time is counted.
+    @usableFromInline
+    internal struct Retention: Sendable {
+        @usableFromInline
+        internal let executor: any SchedulingExecutor
+
+        /// How long to keep a kept result, or `nil` to forget it at once.
+        @usableFromInline
+        internal let duration: @Sendable (Kept) -> Duration?
+
+        @inlinable
+        internal init(executor: any SchedulingExecutor, duration: @escaping @Sendable (Kept) -> Duration?) {
+            self.executor = executor
+            self.duration = duration
+        }
+    }
+
+    @usableFromInline
+    internal let lock = TableLock()
+
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var entries: [Key: Entry] = [:]
+
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var generations: UInt64 = 0
+
+    /// How many entries the next ``sweep()`` waits for.
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var sweepCount = 64
+
+    @usableFromInline
+    internal let retention: Retention?
+
+    @usableFromInline
+    internal init(retention: Retention?) {
+        self.retention = retention
+    }
+
+    /// How many keys have a run in flight or a kept result; sweeps first, so it takes time in
+    /// proportion to the keys held.
+    @usableFromInline
+    internal var count: Int {
+        var swept: [Run] = []
+        let count = lock.withLock {
+            swept = sweep()
+            return entries.count
+        }
+        withExtendedLifetime(swept) {}
+        return count
+    }
+
+    /// Whether `key` has a run in flight or a kept result.
+    @usableFromInline
+    internal func contains(_ key: Key) -> Bool {
+        var run: Run?
+        let found: Bool = lock.withLock {
+            switch entries[key] {
+            case .kept: return true
+            case .running(let weak, _):
+                run = weak.run
+                return run != nil
+            case nil: return false
+            }
+        }
+        withExtendedLifetime(run) {}
+        return found
+    }
+
+    /// Finds what the table holds for `key`: a kept result, the run in flight if `join` can join
+    /// it, or else a new run that `makeRun` makes for the next generation and joins.
+    ///
+    /// `join` returns `nil` for a run that ended (an attempt cancelled because every caller gave
+    /// up): the new run replaces it.
+    @inlinable
+    internal func find<Joined>(
+        _ key: Key,
+        join: (Run) -> Joined?,
+        makeRun: (_ generation: UInt64) -> (Run, Joined)
+    ) -> Found<Joined> {
+        var replaced: Entry?
+        var refused: Run?
+        var swept: [Run] = []
+        let found: Found<Joined> = lock.withLock {
+            switch entries[key] {
+            case .kept(let kept, _):
+                return .kept(kept)
+            case .running(let weak, _):
+                if let run = weak.run {
+                    if let joined = join(run) {
+                        return .joined(run, joined)
+                    }
+                    refused = run
+                }
+            case nil:
+                break
+            }
+            generations &+= 1
+            let (run, joined) = makeRun(generations)
+            replaced = entries.updateValue(.running(WeakRun(run), generation: generations), forKey: key)
+            if entries.count >= sweepCount {
+                swept = sweep()
+            }
+            return .started(run, joined)
+        }
+        withExtendedLifetime((replaced, refused, swept)) {}
+        return found
+    }
+
+    /// Records that the run of `generation` for `key` ended, with a result to keep if `kept` is
+    /// not `nil` and the table keeps such results.
+    @usableFromInline
+    internal func ended(_ key: Key, generation: UInt64, keeping kept: Kept?) {
+        let duration = kept.flatMap { kept in retention?.duration(kept) }
+        let removed: Entry? = lock.withLock {
+            guard case .running(_, generation) = entries[key] else {
+                return nil
+            }
+            if let kept, duration != nil {
+                return entries.updateValue(.kept(kept, generation: generation), forKey: key)
+            }
+            return remove(key)
+        }
+        withExtendedLifetime(removed) {}
+        if let retention, let duration, removed != nil {
+            retention.executor.submit(after: duration) { [weak self] in
+                self?.expire(key, generation: generation)
+            }
+        }
+    }
+
+    /// Forgets the result kept for `key` by the run of `generation`, if it is still there.
+    private func expire(_ key: Key, generation: UInt64) {
+        let removed: Entry? = lock.withLock {
+            guard case .kept(_, generation) = entries[key] else {
+                return nil
+            }
+            return remove(key)
+        }
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Forgets `key`: a kept result, or the run in flight, which goes on for the callers that
+    /// joined it while the next caller starts a new one.
+    @usableFromInline
+    internal func forget(_ key: Key) {
+        let removed: Entry? = lock.withLock { remove(key) }
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Removes the runs that were released unfinished, whose end is never reported; then waits
+    /// for twice as many entries as are left, so that sweeping costs O(1) per run started.
+    ///
+    /// Returns the runs it found alive, for the caller to release after giving the lock back:
+    /// the reference a check takes may be a run's last one.
+    @usableFromInline
+    internal func sweep() -> [Run] {
+        var alive: [Run] = []
+        entries = entries.filter { _, entry in
+            guard case .running(let weak, _) = entry else {
+                return true
+            }
+            guard let run = weak.run else {
+                return false
+            }
+            alive.append(run)
+            return true
+        }
+        sweepCount = max(64, entries.count * 2)
+        return alive
+    }
+
+    /// Removes `key`, rebuilding the dictionary smaller if it is mostly empty; the caller holds
+    /// the lock and releases what this returns after giving it back.
+    private func remove(_ key: Key) -> Entry? {
+        let removed = entries.removeValue(forKey: key)
+        if entries.capacity > 64 && entries.count < entries.capacity / 8 {
+            var smaller = [Key: Entry](minimumCapacity: entries.count * 2)
+            for (key, entry) in entries {
+                smaller[key] = entry
+            }
+            entries = smaller
+        }
+        return removed
+    }
+}

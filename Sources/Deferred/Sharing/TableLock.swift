@@ -1,0 +1,45 @@
+public import Dispatch
+public import Synchronization
+
+/// Mutual exclusion for the dictionary of a ``SharedTable``: the one lock in the core module.
+///
+/// Sharing a run by key means finding or inserting the key in a dictionary, which a lock-free
+/// design could do only with a concurrent hash map and safe memory reclamation. The table holds
+/// this lock for a dictionary operation and a few atomic steps, never while user code runs, a
+/// future is filled or an object is released, so it cannot deadlock and is held for some tens of
+/// nanoseconds.
+///
+/// It counts its holder and waiters in one atomic word: an uncontended `lock` and `unlock` are
+/// one atomic read-modify-write each; a thread that finds the lock held parks on a semaphore
+/// until the holder hands it over. The handover goes through the atomic word too (an acquiring
+/// load after waking), so ThreadSanitizer sees every ordering the lock gives, which it would not
+/// see through `Synchronization.Mutex` on Linux.
+@usableFromInline
+internal struct TableLock: ~Copyable {
+    /// The holder and the waiters: zero when free.
+    @usableFromInline
+    internal let claims = Atomic<Int>(0)
+
+    /// Where waiters park; signalled once per handover.
+    @usableFromInline
+    internal let handover = DispatchSemaphore(value: 0)
+
+    @inlinable
+    internal init() {}
+
+    /// Runs `body` while holding the lock; `body` must not take it again.
+    @inlinable
+    internal func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        if claims.wrappingAdd(1, ordering: .acquiring).oldValue > 0 {
+            handover.wait()
+            // The holder that handed over released through `claims`; acquire its writes there.
+            _ = claims.load(ordering: .acquiring)
+        }
+        defer {
+            if claims.wrappingSubtract(1, ordering: .releasing).oldValue > 1 {
+                handover.signal()
+            }
+        }
+        return try body()
+    }
+}
