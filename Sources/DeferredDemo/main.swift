@@ -22,6 +22,11 @@ let scenarios: [Scenario] = [
         run: runSearchScenario
     ),
     Scenario(
+        name: "images",
+        summary: "table cells share one download per avatar; it stops when every cell that wanted it scrolls away",
+        run: runSharedImagesScenario
+    ),
+    Scenario(
         name: "sum",
         summary: "prices from several shops summed once all arrive: allFilled, and a fold with and",
         run: runSumScenario

@@ -91,9 +91,9 @@ extension StressSuites {
                 expectFlat(measuredFigure("growth", in: report), over: "attempt create/cancel cycles")
             }
 
-            /// A table shared by key forgets every key whose run ended: finished, cancelled by its
-            /// last caller, or lost by its producer; and its dictionary shrinks again after a
-            /// burst of keys in flight at once.
+            /// A table shared by key forgets every key whose run ended: finished, or cancelled by
+            /// its last caller (one whose producer was lost included); and its dictionary shrinks
+            /// again after a burst of keys in flight at once.
             @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
             func residentMemoryStaysFlatOverManySharedKeys() async {
                 let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
@@ -101,6 +101,16 @@ extension StressSuites {
                     var nextKey = 0
                     func cycles(_ count: Int) {
                         var writers: [HeldWriter<[Int], TestError>] = []
+                        var waiting: [Attempt<[Int], TestError>] = []
+                        func end() {
+                            for writer in writers {
+                                writer.succeed(with: [writers.count])
+                            }
+                            for caller in waiting {
+                                caller.cancel()
+                            }
+                            (writers, waiting) = ([], [])
+                        }
                         for _ in 0..<count {
                             nextKey += 1
                             let key = nextKey
@@ -115,22 +125,15 @@ extension StressSuites {
                                 shared.attempt(for: key, start: start).uponSuccess(.immediate) { blackHole($0) }
                             case 1:  // cancelled by its last caller
                                 shared.attempt(for: key, start: start).cancel()
-                            default:  // lost by its producer, with a caller waiting
-                                shared.attempt(for: key) { _ in Attempt { _ in } }.uponSuccess(.immediate) {
-                                    blackHole($0)
-                                }
+                            default:  // lost by its producer, with a caller that gives up later
+                                waiting.append(shared.attempt(for: key) { _ in Attempt { _ in } })
                             }
-                            // Runs in flight at once: up to a thousand, then all finished.
+                            // Runs in flight at once: up to a thousand, then all ended.
                             if writers.count >= 1_000 {
-                                for writer in writers {
-                                    writer.succeed(with: [key])
-                                }
-                                writers = []
+                                end()
                             }
                         }
-                        for writer in writers {
-                            writer.succeed(with: [])
-                        }
+                        end()
                     }
                     let growth = residentGrowth(warmUp: 100_000, count: TestSize.current.memoryCycles, cycles)
                     print("growth: \(growth)\nkeys left: \(shared.count)")

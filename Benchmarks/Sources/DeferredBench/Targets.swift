@@ -73,6 +73,12 @@ let targets: [Target] = [
             ("× NIO", $0.ratio(to: .nio), 0.7),
         ]
     },
+    Target(scenario: "S15", text: "S15 per caller ≤ 2.1 allocations and ≤ 1.0× the hand-written table (naive)") {
+        [("allocations", $0.ours.allocationsPerOperation, 2.1), ("× naive", $0.ratio(to: .naive), 1.0)]
+    },
+    Target(scenario: "S16", text: "S16 per caller ≤ 1.0× the hand-written table (naive)") {
+        [("× naive", $0.ratio(to: .naive), 1.0)]
+    },
 ]
 
 /// Renders the targets as a Markdown table: each figure of the run next to its limit.

@@ -144,9 +144,7 @@ extension AttemptNode {
         let caller = AttemptNode(owningHubWith: nil)
         // The caller's hub is new: it holds the unit.
         _ = caller.consumerHub().holdUpstream(unit)
-        var queue = DrainQueue()
-        link(caller, in: &queue, AttemptNode.forward)
-        queue.drain()
+        add(.sourcedLink(caller, AttemptNode.forward))
         return caller
     }
 

@@ -1,11 +1,6 @@
 /// The runs that ``SharedAttempts`` and ``SharedFutures`` share, by key: at most one *run* per
 /// key at a time, each with a *generation* number, and the results kept for a while if asked.
 ///
-/// A run is held weakly: the work it follows keeps it, so a run whose work was dropped unfinished
-/// (a lost writer of a type that cannot say "abandoned") is released with it, and the next caller
-/// starts a new run instead of joining one that can never finish. Such runs never report their
-/// end; a sweep removes them whenever the table has doubled since the last one.
-///
 /// Every decision about a key is made under the table's lock: whether a caller joins the run in
 /// flight (`join` succeeds) or starts the next generation, and whether a run that ended is
 /// forgotten or kept. Ends are reported with their generation, so a late report about a run that
@@ -23,9 +18,8 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     /// What the table holds for a key.
     @usableFromInline
     internal enum Entry {
-        /// A run in flight, held weakly: a run is kept by the work it follows, and one whose
-        /// work was dropped unfinished is released and no longer joined.
-        case running(WeakRun, generation: UInt64)
+        /// A run in flight.
+        case running(Run, generation: UInt64)
         /// A run's result, kept until its time is up.
         case kept(Kept, generation: UInt64)
     }
@@ -39,18 +33,6 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
         case joined(Run, Joined)
         /// A new run, joined, that the caller must start.
         case started(Run, Joined)
-    }
-
-    /// A run, held weakly.
-    @usableFromInline
-    internal struct WeakRun {
-        @usableFromInline
-        internal weak var run: Run?
-
-        @inlinable
-        internal init(_ run: Run) {
-            self.run = run
-        }
     }
 
     /// How long results are kept, and where their time is counted.
@@ -81,11 +63,6 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     @usableFromInline
     internal var generations: UInt64 = 0
 
-    /// How many entries the next ``sweep()`` waits for.
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var sweepCount = 64
-
     @usableFromInline
     internal let retention: Retention?
 
@@ -94,34 +71,16 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
         self.retention = retention
     }
 
-    /// How many keys have a run in flight or a kept result; sweeps first, so it takes time in
-    /// proportion to the keys held.
+    /// How many keys have a run in flight or a kept result.
     @usableFromInline
     internal var count: Int {
-        var swept: [Run] = []
-        let count = lock.withLock {
-            swept = sweep()
-            return entries.count
-        }
-        withExtendedLifetime(swept) {}
-        return count
+        lock.withLock { entries.count }
     }
 
     /// Whether `key` has a run in flight or a kept result.
     @usableFromInline
     internal func contains(_ key: Key) -> Bool {
-        var run: Run?
-        let found: Bool = lock.withLock {
-            switch entries[key] {
-            case .kept: return true
-            case .running(let weak, _):
-                run = weak.run
-                return run != nil
-            case nil: return false
-            }
-        }
-        withExtendedLifetime(run) {}
-        return found
+        lock.withLock { entries[key] != nil }
     }
 
     /// Finds what the table holds for `key`: a kept result, the run in flight if `join` can join
@@ -137,30 +96,24 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     ) -> Found<Joined> {
         var replaced: Entry?
         var refused: Run?
-        var swept: [Run] = []
         let found: Found<Joined> = lock.withLock {
             switch entries[key] {
             case .kept(let kept, _):
                 return .kept(kept)
-            case .running(let weak, _):
-                if let run = weak.run {
-                    if let joined = join(run) {
-                        return .joined(run, joined)
-                    }
-                    refused = run
+            case .running(let run, _):
+                if let joined = join(run) {
+                    return .joined(run, joined)
                 }
+                refused = run
             case nil:
                 break
             }
             generations &+= 1
             let (run, joined) = makeRun(generations)
-            replaced = entries.updateValue(.running(WeakRun(run), generation: generations), forKey: key)
-            if entries.count >= sweepCount {
-                swept = sweep()
-            }
+            replaced = entries.updateValue(.running(run, generation: generations), forKey: key)
             return .started(run, joined)
         }
-        withExtendedLifetime((replaced, refused, swept)) {}
+        withExtendedLifetime((replaced, refused)) {}
         return found
     }
 
@@ -203,28 +156,6 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     internal func forget(_ key: Key) {
         let removed: Entry? = lock.withLock { remove(key) }
         withExtendedLifetime(removed) {}
-    }
-
-    /// Removes the runs that were released unfinished, whose end is never reported; then waits
-    /// for twice as many entries as are left, so that sweeping costs O(1) per run started.
-    ///
-    /// Returns the runs it found alive, for the caller to release after giving the lock back:
-    /// the reference a check takes may be a run's last one.
-    @usableFromInline
-    internal func sweep() -> [Run] {
-        var alive: [Run] = []
-        entries = entries.filter { _, entry in
-            guard case .running(let weak, _) = entry else {
-                return true
-            }
-            guard let run = weak.run else {
-                return false
-            }
-            alive.append(run)
-            return true
-        }
-        sweepCount = max(64, entries.count * 2)
-        return alive
     }
 
     /// Removes `key`, rebuilding the dictionary smaller if it is mostly empty; the caller holds

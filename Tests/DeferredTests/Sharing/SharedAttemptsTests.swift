@@ -253,13 +253,18 @@ import Testing
         #expect(caller.peek()?.failureValue is CancellationError)
     }
 
-    @Test func aRunWhoseWorkWasDroppedUnfinishedIsNotJoined() {
-        // TestError has no `abandoned`: a dropped writer leaves its attempt pending for good.
+    @Test func aRunWhoseWorkWasLostStaysJoinedUntilEveryCallerGivesUp() {
+        // TestError has no `abandoned`: a dropped writer leaves its attempt pending for good, and
+        // its callers waiting, as for any attempt, until they give up.
         let shared = SharedAttempts<Int, Int, TestError>()
         let lost = shared.attempt(for: 1) { _ in Attempt { _ in } }
-        #expect(lost.peek() == nil)
-        let next = shared.attempt(for: 1) { _ in Attempt(succeededWith: 2) }
-        #expect(next.peek() == .success(2), "the next caller starts a new run")
+        let joined = shared.attempt(for: 1) { _ in Attempt(succeededWith: 2) }
+        #expect(lost.peek() == nil && joined.peek() == nil, "joined the lost run")
+        lost.cancel()
+        joined.cancel()
+        #expect(shared.count == 0)
+        let next = shared.attempt(for: 1) { _ in Attempt(succeededWith: 3) }
+        #expect(next.peek() == .success(3), "the next caller starts a new run")
     }
 
     @Test func aRunLostByItsProducerReachesEveryCallerAsAbandoned() {

@@ -1,6 +1,5 @@
 public import Deferred
 public import Dispatch
-import Synchronization
 public import Testing
 
 /// Every kind of derived attempt, as one stage of a chain that keeps `Attempt<Int, TestError>`.
@@ -60,9 +59,9 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
         case .delayedResult:
             attempt.andThen(upon: .immediate) { Attempt(filledWith: .success($0), after: .zero, upon: queue) }
         case .shared:
-            // A caller of a run shared by key, in one table for every stage, each under a key
-            // of its own.
-            sharedStages.attempt(for: sharedStageKeys.wrappingAdd(1, ordering: .relaxed).oldValue) { _ in attempt }
+            // The only caller of a run shared by key, in a table of its own that is dropped at
+            // once: a run in flight outlives its table.
+            SharedAttempts<Int, Int, TestError>().attempt(for: 0) { _ in attempt }
         }
     }
 
@@ -103,9 +102,3 @@ extension TestError {
         if case .failed(let code) = self { .failed(code + 1) } else { self }
     }
 }
-
-/// The table of every ``AttemptKind/shared`` stage.
-private let sharedStages = SharedAttempts<Int, Int, TestError>()
-
-/// The next key of a ``AttemptKind/shared`` stage.
-private let sharedStageKeys = Atomic<Int>(0)
