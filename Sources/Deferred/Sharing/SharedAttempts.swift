@@ -26,8 +26,8 @@
 ///   is kept for a while and handed to the callers that ask meanwhile.
 ///
 /// Every method may be called from any thread. The table takes a lock for a dictionary lookup
-/// and never runs `start` or any callback while it holds it, so `start` may ask this table for
-/// other keys. A caller's attempt waits for the run through the library's link layer, so
+/// (the key's hashing and equality run under it) and never runs `start` or any callback while it
+/// holds it, so `start` may ask this table for other keys. A caller's attempt waits for the run through the library's link layer, so
 /// sharing adds no thread hop, and chains of runs of any depth finish and cancel in constant
 /// stack space.
 ///

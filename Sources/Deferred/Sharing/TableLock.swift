@@ -5,9 +5,9 @@ public import Synchronization
 ///
 /// Sharing a run by key means finding or inserting the key in a dictionary, which a lock-free
 /// design could do only with a concurrent hash map and safe memory reclamation. The table holds
-/// this lock for a dictionary operation and a few atomic steps, never while user code runs, a
-/// future is filled or an object is released, so it cannot deadlock and is held for some tens of
-/// nanoseconds.
+/// this lock for a dictionary operation and a few atomic steps: some tens of nanoseconds. No
+/// future is filled and no run or result is released while it is held; the only user code that
+/// runs then is the key's hashing and equality (and the `deinit` of a key the table drops).
 ///
 /// It counts its holder and waiters in one atomic word: an uncontended `lock` and `unlock` are
 /// one atomic read-modify-write each; a thread that finds the lock held parks on a semaphore
