@@ -35,6 +35,24 @@ internal final class CancellationErrorSource<Failure: Error>: Sendable {
     internal static var hasTypeDefault: Bool {
         Failure.self is any CancellableError.Type || Failure.self == (any Error).self
     }
+
+    /// Whether `error` reads as a cancellation: a `CancellationError`, or the type's own
+    /// `cancelled` when the type is `Equatable` (other types cannot be compared).
+    @usableFromInline
+    internal static func isCancellation(_ error: Failure) -> Bool {
+        if error is CancellationError {
+            return true
+        }
+        guard let cancelled = typeDefault, let equatable = error as? any Equatable else {
+            return false
+        }
+        return equals(equatable, cancelled)
+    }
+}
+
+/// Whether `other` is a value of `lhs`'s type equal to it.
+private func equals<Value: Equatable>(_ lhs: Value, _ other: some Any) -> Bool {
+    (other as? Value) == lhs
 }
 
 extension Optional {

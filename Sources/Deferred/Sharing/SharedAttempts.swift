@@ -31,6 +31,12 @@
 /// sharing adds no thread hop, and chains of runs of any depth finish and cancel in constant
 /// stack space.
 ///
+/// The table holds a run until it ends. A run whose writer was lost without an answer (a failure
+/// type that cannot say "abandoned", see ``AbandonableError``) stays joined, like any pending
+/// attempt, until every caller has given up or ``forget(_:)`` drops it. `start` must not wait,
+/// directly or through other keys, for the run of its own key: that run would wait for itself,
+/// and its callers' cancellations could not reach the work.
+///
 /// For work that cannot fail or be called off, use ``SharedFutures``.
 public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, Failure: Error>: Sendable {
     @usableFromInline
@@ -45,7 +51,9 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     }
 
     /// Creates a table that keeps a run's success for `successDuration`, and its failure for
-    /// `failureDuration`, counted on `executor`; a cancellation is never kept.
+    /// `failureDuration`, counted on `executor`; a cancellation is never kept, nor a failure that
+    /// reads as one (a `CancellationError`, or the failure type's `cancelled` if it is
+    /// `Equatable`).
     ///
     /// ```swift
     /// let profiles = SharedAttempts<User.ID, Profile, any Error>(
@@ -67,7 +75,17 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     ) {
         table = Table(
             retention: .init(executor: executor) { result in
-                let duration = if case .success = result { successDuration } else { failureDuration }
+                let duration: Duration
+                switch result {
+                case .success:
+                    duration = successDuration
+                case .failure(let error):
+                    // A work that fails with a cancellation of its own is not a result to hand out.
+                    guard !CancellationErrorSource<Failure>.isCancellation(error) else {
+                        return nil
+                    }
+                    duration = failureDuration
+                }
                 return duration > .zero ? duration : nil
             })
     }

@@ -18,7 +18,9 @@
 /// for work that should stop when nobody wants it.
 ///
 /// Every method may be called from any thread; `start` runs outside the table's lock, as in
-/// ``SharedAttempts``. Joining a run in flight allocates nothing.
+/// ``SharedAttempts``. Joining a run in flight allocates nothing: every caller gets a future of
+/// the run itself. So a run whose work never fills (a lost `Deferred`) stays joined until
+/// ``forget(_:)`` drops it; ``PendingFutures`` finds such a writer.
 public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     internal typealias Table = SharedTable<Key, Storage<Value>, Value>

@@ -122,14 +122,14 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     @usableFromInline
     internal func ended(_ key: Key, generation: UInt64, keeping kept: Kept?) {
         let duration = kept.flatMap { kept in retention?.duration(kept) }
-        let removed: Entry? = lock.withLock {
+        let removed: (key: Key?, value: Entry)? = lock.withLock {
             guard case .running(_, generation) = entries[key] else {
                 return nil
             }
             if let kept, duration != nil {
-                return entries.updateValue(.kept(kept, generation: generation), forKey: key)
+                return entries.updateValue(.kept(kept, generation: generation), forKey: key).map { (nil, $0) }
             }
-            return remove(key)
+            return remove(key).map { ($0.key, $0.value) }
         }
         withExtendedLifetime(removed) {}
         if let retention, let duration, removed != nil {
@@ -141,7 +141,7 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
 
     /// Forgets the result kept for `key` by the run of `generation`, if it is still there.
     private func expire(_ key: Key, generation: UInt64) {
-        let removed: Entry? = lock.withLock {
+        let removed: (key: Key, value: Entry)? = lock.withLock {
             guard case .kept(_, generation) = entries[key] else {
                 return nil
             }
@@ -154,14 +154,19 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     /// joined it while the next caller starts a new one.
     @usableFromInline
     internal func forget(_ key: Key) {
-        let removed: Entry? = lock.withLock { remove(key) }
+        let removed: (key: Key, value: Entry)? = lock.withLock { remove(key) }
         withExtendedLifetime(removed) {}
     }
 
     /// Removes `key`, rebuilding the dictionary smaller if it is mostly empty; the caller holds
-    /// the lock and releases what this returns after giving it back.
-    private func remove(_ key: Key) -> Entry? {
-        let removed = entries.removeValue(forKey: key)
+    /// the lock and releases what this returns after giving it back: the entry, and the key as
+    /// the dictionary stored it (an equal key may be another instance, whose `deinit` must not
+    /// run under the lock either).
+    private func remove(_ key: Key) -> (key: Key, value: Entry)? {
+        guard let index = entries.index(forKey: key) else {
+            return nil
+        }
+        let removed = entries.remove(at: index)
         if entries.capacity > 64 && entries.count < entries.capacity / 8 {
             var smaller = [Key: Entry](minimumCapacity: entries.count * 2)
             for (key, entry) in entries {

@@ -6,8 +6,8 @@ public import Synchronization
 /// Sharing a run by key means finding or inserting the key in a dictionary, which a lock-free
 /// design could do only with a concurrent hash map and safe memory reclamation. The table holds
 /// this lock for a dictionary operation and a few atomic steps: some tens of nanoseconds. No
-/// future is filled and no run or result is released while it is held; the only user code that
-/// runs then is the key's hashing and equality (and the `deinit` of a key the table drops).
+/// future is filled and no run, result or key is released while it is held; the only user code
+/// that runs then is the key's hashing and equality.
 ///
 /// It counts its holder and waiters in one atomic word: an uncontended `lock` and `unlock` are
 /// one atomic read-modify-write each; a thread that finds the lock held parks on a semaphore
