@@ -19,7 +19,7 @@ final class AvatarService: Sendable {
 
     init(clock: Clock) {
         self.clock = clock
-        downloads = SharedAttempts(keepingSuccessesFor: .seconds(5), on: network)
+        downloads = SharedAttempts(keepingSuccessesFor: .seconds(5), upon: network)
     }
 
     /// How many downloads started.
@@ -55,7 +55,7 @@ final class AvatarCell: Sendable {
     }
 
     /// Shows `name` in this row, asking the service for the avatar.
-    func show(_ name: String, from service: AvatarService, on ui: ThreadExecutor, clock: Clock, shown: Counter) {
+    func show(_ name: String, from service: AvatarService, upon ui: ThreadExecutor, clock: Clock, shown: Counter) {
         let avatar = service.avatar(of: name)
         request.withLock { $0 = avatar }
         avatar.uponSuccess(ui) { [row] picture in
@@ -88,7 +88,7 @@ func runSharedImagesScenario() {
     func appear(_ rows: Range<Int>) {
         for row in rows {
             clock.log("ui: row \(row) appears, wants \(people[row])'s avatar")
-            cells[row].show(people[row], from: service, on: ui, clock: clock, shown: shown)
+            cells[row].show(people[row], from: service, upon: ui, clock: clock, shown: shown)
         }
     }
 

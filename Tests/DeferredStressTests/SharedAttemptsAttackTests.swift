@@ -296,7 +296,7 @@ extension StressSuites {
             let joiner = AttackLocked<Attempt<Int, TestError>?>(nil)
 
             init() {
-                shared = SharedAttempts(keepingSuccessesFor: .seconds(1), on: clock)
+                shared = SharedAttempts(keepingSuccessesFor: .seconds(1), upon: clock)
                 _ = shared.attempt(for: 0, start: work.start)
                 work.run(0).writer.succeed(with: 0)
             }
@@ -980,7 +980,7 @@ extension StressSuites {
             let caller: Attempt<Int, TestError>
             do {
                 let shared = SharedAttempts<Int, Int, TestError>(
-                    keepingSuccessesFor: .seconds(5), on: VirtualTimeExecutor())
+                    keepingSuccessesFor: .seconds(5), upon: VirtualTimeExecutor())
                 weakTable = shared
                 caller = shared.attempt(for: 0) { _ in writer.attempt }
             }
@@ -1070,7 +1070,7 @@ extension StressSuites {
         @Test func keptResultsReleased() {
             let live = LiveCount()
             let clock = VirtualTimeExecutor()
-            let shared = SharedAttempts<Int, LifetimeTracked, TestError>(keepingSuccessesFor: .seconds(1), on: clock)
+            let shared = SharedAttempts<Int, LifetimeTracked, TestError>(keepingSuccessesFor: .seconds(1), upon: clock)
             _ = shared.attempt(for: 0) { _ in Attempt(succeededWith: LifetimeTracked(live)) }
             _ = shared.attempt(for: 1) { _ in Attempt(succeededWith: LifetimeTracked(live)) }
             #expect(live.value == 2)
@@ -1090,7 +1090,7 @@ extension StressSuites {
             let shared = SharedAttempts<ObjectKey, Int, TestError>()
             let blocked = AttackLocked<[String]>([])
             let clock = VirtualTimeExecutor()
-            let keeping = SharedAttempts<ObjectKey, Int, TestError>(keepingSuccessesFor: .seconds(1), on: clock)
+            let keeping = SharedAttempts<ObjectKey, Int, TestError>(keepingSuccessesFor: .seconds(1), upon: clock)
             func key(_ id: Int, _ name: String, in table: SharedAttempts<ObjectKey, Int, TestError>? = nil) -> ObjectKey
             {
                 ObjectKey(
@@ -1125,7 +1125,7 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(1)))
         func keptValueDeinitAsksTheTable() {
             let clock = VirtualTimeExecutor()
-            let shared = SharedAttempts<Int, OnDeinit, TestError>(keepingSuccessesFor: .seconds(1), on: clock)
+            let shared = SharedAttempts<Int, OnDeinit, TestError>(keepingSuccessesFor: .seconds(1), upon: clock)
             let asked = Counter()
             func value() -> OnDeinit {
                 OnDeinit { [weak shared] in
@@ -1206,7 +1206,7 @@ extension StressSuites {
 
         @Test func neverFailingWork() {
             let clock = VirtualTimeExecutor()
-            let shared = SharedAttempts<Int, Int, Never>(keepingSuccessesFor: .seconds(1), on: clock)
+            let shared = SharedAttempts<Int, Int, Never>(keepingSuccessesFor: .seconds(1), upon: clock)
             let writer = HeldWriter<Int, Never>()
             let stops = Counter()
             writer.onCancel { stops.increment() }
@@ -1228,13 +1228,13 @@ extension StressSuites {
         @Test func workFailingWithACancellationErrorIsNotKeptAsAFailure() {
             let clock = VirtualTimeExecutor()
             let shared = SharedAttempts<Int, Int, any Error>(
-                keepingSuccessesFor: .seconds(10), failuresFor: .seconds(10), on: clock)
+                keepingSuccessesFor: .seconds(10), failuresFor: .seconds(10), upon: clock)
             _ = shared.attempt(for: 0) { _ in Attempt(failedWith: CancellationError()) }
             let later = shared.attempt(for: 0) { _ in Attempt(succeededWith: 1) }
             #expect(later.peek()?.successValue == 1, "a later caller got \(String(describing: later.peek()))")
 
             let typed = SharedAttempts<Int, Int, TestError>(
-                keepingSuccessesFor: .seconds(10), failuresFor: .seconds(10), on: clock)
+                keepingSuccessesFor: .seconds(10), failuresFor: .seconds(10), upon: clock)
             _ = typed.attempt(for: 0) { _ in Attempt(failedWith: .cancelled) }
             #expect(typed.attempt(for: 0) { _ in Attempt(succeededWith: 1) }.peek() == .success(1))
         }

@@ -22,14 +22,14 @@
 ///   if one caller had cancelled the work's own attempt. A caller that asks after that starts a
 ///   new run, never joining the cancelled one.
 /// - When the run finishes, the key is forgotten, so the next caller starts a new run; or, made
-///   with ``init(keepingSuccessesFor:failuresFor:on:)``, its success (and its failure, if asked)
+///   with ``init(keepingSuccessesFor:failuresFor:upon:)``, its success (and its failure, if asked)
 ///   is kept for a while and handed to the callers that ask meanwhile.
 ///
 /// Every method may be called from any thread. The table takes a lock for a dictionary lookup
 /// (the key's hashing and equality run under it) and never runs `start` or any callback while it
-/// holds it, so `start` may ask this table for other keys. A caller's attempt waits for the run through the library's link layer, so
-/// sharing adds no thread hop, and chains of runs of any depth finish and cancel in constant
-/// stack space.
+/// holds it, so `start` may ask this table for other keys. A caller's attempt waits for the run
+/// through the library's link layer, so sharing adds no thread hop, and chains of runs of any
+/// depth finish and cancel in constant stack space.
 ///
 /// The table holds a run until it ends. A run whose writer was lost without an answer (a failure
 /// type that cannot say "abandoned", see ``AbandonableError``) stays joined, like any pending
@@ -57,7 +57,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     ///
     /// ```swift
     /// let profiles = SharedAttempts<User.ID, Profile, any Error>(
-    ///     keepingSuccessesFor: .seconds(30), on: DispatchQueue.global())
+    ///     keepingSuccessesFor: .seconds(30), upon: DispatchQueue.global())
     /// ```
     ///
     /// A caller that asks for the key meanwhile gets an attempt that has finished with that
@@ -71,7 +71,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     public init(
         keepingSuccessesFor successDuration: Duration,
         failuresFor failureDuration: Duration = .zero,
-        on executor: some SchedulingExecutor
+        upon executor: some SchedulingExecutor
     ) {
         table = Table(
             retention: .init(executor: executor) { result in

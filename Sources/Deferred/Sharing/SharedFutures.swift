@@ -13,7 +13,7 @@
 ///
 /// The first caller's `start` starts the run; every caller that asks while it runs gets a future
 /// of the same value, and `start` does not run for them. When the run fills, the key is forgotten
-/// (or, made with ``init(keepingValuesFor:on:)``, the value is kept for a while). A future cannot
+/// (or, made with ``init(keepingValuesFor:upon:)``, the value is kept for a while). A future cannot
 /// be cancelled, so the run goes on even if every caller drops its future; use ``SharedAttempts``
 /// for work that should stop when nobody wants it.
 ///
@@ -41,7 +41,7 @@ public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// - Parameters:
     ///   - duration: How long a value is kept; zero or less keeps none.
     ///   - executor: Where the time is counted.
-    public init(keepingValuesFor duration: Duration, on executor: some SchedulingExecutor) {
+    public init(keepingValuesFor duration: Duration, upon executor: some SchedulingExecutor) {
         table = Table(retention: .init(executor: executor) { _ in duration > .zero ? duration : nil })
     }
 

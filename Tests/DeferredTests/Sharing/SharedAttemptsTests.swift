@@ -177,7 +177,7 @@ import Testing
     @Test func successesAreKeptForTheirTimeOnTheGivenClock() {
         let clock = VirtualTimeExecutor()
         let work = CountedWork()
-        let shared = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), on: clock)
+        let shared = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), upon: clock)
         let first = shared.attempt(for: "a", start: work.start)
         work.run(0).succeed(with: 8)
         #expect(first.peek() == .success(8))
@@ -195,13 +195,13 @@ import Testing
     @Test func failuresAreKeptOnlyWhenAskedAndCancellationsNever() {
         let clock = VirtualTimeExecutor()
         let work = CountedWork()
-        let successesOnly = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), on: clock)
+        let successesOnly = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), upon: clock)
         _ = successesOnly.attempt(for: "a", start: work.start)
         work.run(0).fail(with: .failed(1))
         #expect(successesOnly.count == 0, "a failure is not kept by default")
 
         let both = SharedAttempts<String, Int, TestError>(
-            keepingSuccessesFor: .seconds(10), failuresFor: .seconds(2), on: clock)
+            keepingSuccessesFor: .seconds(10), failuresFor: .seconds(2), upon: clock)
         _ = both.attempt(for: "a", start: work.start)
         work.run(1).fail(with: .failed(2))
         #expect(both.attempt(for: "a", start: work.start).peek() == .failure(.failed(2)))
@@ -230,7 +230,7 @@ import Testing
 
     @Test func forgettingAKeptResultDropsIt() {
         let clock = VirtualTimeExecutor()
-        let shared = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), on: clock)
+        let shared = SharedAttempts<String, Int, TestError>(keepingSuccessesFor: .seconds(10), upon: clock)
         _ = shared.attempt(for: "a") { _ in Attempt(succeededWith: 1) }
         #expect(shared.count == 1)
         shared.forget("a")

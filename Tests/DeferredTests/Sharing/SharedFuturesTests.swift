@@ -37,7 +37,7 @@ import Testing
 
     @Test func valuesAreKeptForTheirTimeAndCanBeForgotten() {
         let clock = VirtualTimeExecutor()
-        let shared = SharedFutures<String, Int>(keepingValuesFor: .seconds(5), on: clock)
+        let shared = SharedFutures<String, Int>(keepingValuesFor: .seconds(5), upon: clock)
         let starts = Counter()
         let start: (String) -> Future<Int> = { _ in Future(filledWith: starts.increment()) }  // 0, 1, 2…
         #expect(shared.future(for: "a", start: start).peek() == 0)
