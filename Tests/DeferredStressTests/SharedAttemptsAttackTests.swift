@@ -994,6 +994,7 @@ extension StressSuites {
         @Test func capturesReleasedAfterFinishAndCancel() {
             let live = LiveCount()
             let shared = SharedAttempts<Int, Int, TestError>()
+            let keptWriters = AttackLocked<[HeldWriter<Int, TestError>]>([])
             do {
                 let tracked = LifetimeTracked(live)
                 let finished = shared.attempt(for: 0) { _ in
@@ -1025,7 +1026,7 @@ extension StressSuites {
                     Attempt { writer in
                         writer.onCancel { blackHole(tracked) }
                         let held = HeldWriter(writer)
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { blackHole(held) }
+                        keptWriters.withLock { $0.append(held) }  // pending until the test ends
                     }
                 }
                 cancelled.cancel()
@@ -1146,6 +1147,7 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(1)))
         func workCaptureDeinitAsksTheTableForTheSameKey() {
             let shared = SharedAttempts<Int, Int, TestError>()
+            let keptWriters = AttackLocked<[HeldWriter<Int, TestError>]>([])
             let inner = AttackLocked<Attempt<Int, TestError>?>(nil)
             let work = AttackWork<TestError>()
             do {
@@ -1157,7 +1159,7 @@ extension StressSuites {
                     Attempt { writer in
                         writer.onCancel { blackHole(capture) }
                         let held = HeldWriter(writer)
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { blackHole(held) }
+                        keptWriters.withLock { $0.append(held) }  // pending until the test ends
                     }
                 }
                 caller.cancel()

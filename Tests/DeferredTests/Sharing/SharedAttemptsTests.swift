@@ -242,10 +242,12 @@ import Testing
     @Test func anyErrorCallersCancelWithCancellationError() async {
         let shared = SharedAttempts<Int, Int, any Error>()
         let stopped = Counter()
+        let kept = Mutex<HeldWriter<Int, any Error>?>(nil)  // the writer stays until the test ends
         let caller = shared.attempt(for: 1) { _ in
             Attempt { writer in
                 writer.onCancel { stopped.increment() }
-                HeldWriters.keep(writer)
+                let held = HeldWriter(writer)
+                kept.withLock { $0 = held }
             }
         }
         caller.cancel()
@@ -285,7 +287,9 @@ final class CountedWork: Sendable {
     var start: @Sendable (String) -> Attempt<Int, TestError> {
         { [self] key in
             let writer = HeldWriter<Int, TestError>()
-            writer.onCancel { self.stopCount.increment() }
+            // Not `self`: the writer's attempt keeps its cancel handlers, and this object keeps
+            // the writer.
+            writer.onCancel { [stopCount] in stopCount.increment() }
             writers.withLock { $0.append(writer) }
             keys.withLock { $0.append(key) }
             return writer.attempt
@@ -304,15 +308,5 @@ final class CountedWork: Sendable {
     /// The writer of the run started `index`th.
     func run(_ index: Int) -> HeldWriter<Int, TestError> {
         writers.withLock { $0[index] }
-    }
-}
-
-/// Writers that tests keep alive for the rest of the run, so that a pending attempt stays pending.
-enum HeldWriters {
-    private static let kept = Mutex<[HeldWriter<Int, any Error>]>([])
-
-    static func keep(_ writer: consuming DeferredAttempt<Int, any Error>) {
-        let held = HeldWriter(writer)
-        kept.withLock { $0.append(held) }
     }
 }
