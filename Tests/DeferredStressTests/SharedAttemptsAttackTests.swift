@@ -27,7 +27,7 @@ final class AttackRun<Failure: Error>: Sendable {
 
 /// Work that records every run it starts.
 final class AttackWork<Failure: Error>: Sendable {
-    let runs = AttackLocked<[AttackRun<Failure>]>([])
+    let runs = NSLocked<[AttackRun<Failure>]>([])
 
     func start(_ key: Int) -> Attempt<Int, Failure> {
         let run = runs.withLock { runs in
@@ -80,17 +80,29 @@ func finishesElsewhere(_ body: @escaping @Sendable () -> Void) -> Bool {
     return done.wait(timeout: .now() + 0.5) == .success
 }
 
-/// A value shared through an `NSLock`, which ThreadSanitizer understands (it does not see the
-/// ordering `Synchronization.Mutex` gives on Linux).
-final class AttackLocked<State>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var state: State
-    init(_ state: State) { self.state = state }
-    func withLock<Result>(_ body: (inout State) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
+/// A chain of `depth` runs under keys `0..<depth`, and its last caller.
+///
+/// Key 0 follows `root`, and each later key's start asks for the key before it, which is in
+/// flight, so that key's own start (`nested`) never runs. Every caller but the last gives up at
+/// once, so the chain alone holds the runs.
+func chainOfRuns<Failure: Error>(
+    in shared: SharedAttempts<Int, Int, Failure>,
+    depth: Int,
+    root: Attempt<Int, Failure>,
+    nested: () -> Void = {}
+) -> Attempt<Int, Failure> {
+    var previous = shared.attempt(for: 0) { _ in root }
+    for key in 1..<depth {
+        let caller = shared.attempt(for: key) { key in
+            shared.attempt(for: key - 1) { _ in
+                nested()
+                return Attempt(succeededWith: -1)
+            }
+        }
+        previous.cancel()
+        previous = caller
     }
+    return previous
 }
 
 /// A shared atomic slot.
@@ -116,7 +128,7 @@ extension StressSuites {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
             let first: Attempt<Int, TestError>
-            let joiner = AttackLocked<Attempt<Int, TestError>?>(nil)
+            let joiner = NSLocked<Attempt<Int, TestError>?>(nil)
 
             init() {
                 first = shared.attempt(for: 0, start: work.start)
@@ -180,7 +192,7 @@ extension StressSuites {
             let shared = SharedAttempts<Int, Int, PlainError>()
             let work = AttackWork<PlainError>()
             let first: Attempt<Int, PlainError>
-            let joiner = AttackLocked<Attempt<Int, PlainError>?>(nil)
+            let joiner = NSLocked<Attempt<Int, PlainError>?>(nil)
             let firstDelivered = Counter()
 
             init() {
@@ -293,7 +305,7 @@ extension StressSuites {
             let clock = VirtualTimeExecutor()
             let shared: SharedAttempts<Int, Int, TestError>
             let work = AttackWork<TestError>()
-            let joiner = AttackLocked<Attempt<Int, TestError>?>(nil)
+            let joiner = NSLocked<Attempt<Int, TestError>?>(nil)
 
             init() {
                 shared = SharedAttempts(keepingSuccessesFor: .seconds(1), upon: clock)
@@ -348,7 +360,7 @@ extension StressSuites {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let work = AttackWork<TestError>()
                 let task: Task<Int, any Error>
-                let joiner = AttackLocked<Attempt<Int, TestError>?>(nil)
+                let joiner = NSLocked<Attempt<Int, TestError>?>(nil)
 
                 init() {
                     let attempt = shared.attempt(for: 0, start: work.start)
@@ -495,14 +507,14 @@ extension StressSuites {
             let threads = 64
             let keys = 4
             let operations = TestSize.current.raceRounds / 20
-            let kept = AttackLocked<[(key: Int, attempt: Attempt<Int, Failure>)]>([])
-            let finishedIndex = AttackLocked<Int>(0)
-            let finishing = AttackLocked<[Int: Int]>([:])  // run index -> finishing order stamp
+            let kept = NSLocked<[(key: Int, attempt: Attempt<Int, Failure>)]>([])
+            let finishedIndex = NSLocked<Int>(0)
+            let finishing = NSLocked<[Int: Int]>([:])  // run index -> finishing order stamp
             let stamps = Atomic<Int>(0)
-            let startedAt = AttackLocked<[Int: Int]>([:])
+            let startedAt = NSLocked<[Int: Int]>([:])
             let gate = DispatchGroup()
             let done = DispatchGroup()
-            let leftTasks = AttackLocked<[Task<Int, any Error>]>([])
+            let leftTasks = NSLocked<[Task<Int, any Error>]>([])
             gate.enter()
             for thread in 0..<threads {
                 done.enter()
@@ -589,8 +601,8 @@ extension StressSuites {
         func everyOperationAtOnce() async {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
-            let kept = AttackLocked<[(key: Int, attempt: Attempt<Int, TestError>)]>([])
-            let finished = AttackLocked<Int>(0)
+            let kept = NSLocked<[(key: Int, attempt: Attempt<Int, TestError>)]>([])
+            let finished = NSLocked<Int>(0)
             let operations = TestSize.current.raceRounds / 20
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
@@ -681,17 +693,7 @@ extension StressSuites {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let root = HeldWriter<Int, TestError>()
                 let nestedStarts = Counter()
-                var previous = shared.attempt(for: 0) { _ in root.attempt }
-                for n in 1..<depth {
-                    let caller = shared.attempt(for: n) { n in
-                        shared.attempt(for: n - 1) { _ in
-                            nestedStarts.increment()
-                            return Attempt(succeededWith: -1)
-                        }
-                    }
-                    previous.cancel()
-                    previous = caller
-                }
+                let previous = chainOfRuns(in: shared, depth: depth, root: root.attempt) { nestedStarts.increment() }
                 root.succeed(with: 7)
                 return (previous.peek(), shared.count, nestedStarts.value)
             }
@@ -709,14 +711,7 @@ extension StressSuites {
                 let root = HeldWriter<Int, TestError>()
                 let stops = Counter()
                 root.onCancel { stops.increment() }
-                var previous = shared.attempt(for: 0) { _ in root.attempt }
-                for n in 1..<depth {
-                    let caller = shared.attempt(for: n) { n in
-                        shared.attempt(for: n - 1) { _ in Attempt(succeededWith: -1) }
-                    }
-                    previous.cancel()
-                    previous = caller
-                }
+                let previous = chainOfRuns(in: shared, depth: depth, root: root.attempt)
                 previous.cancel()
                 return (stops.value, shared.count, root.peek())
             }
@@ -734,14 +729,7 @@ extension StressSuites {
                 let root = HeldWriter<Int, PlainError>()
                 let stops = Counter()
                 root.onCancel { stops.increment() }
-                var previous = shared.attempt(for: 0) { _ in root.attempt }
-                for n in 1..<depth {
-                    let caller = shared.attempt(for: n) { n in
-                        shared.attempt(for: n - 1) { _ in Attempt(succeededWith: -1) }
-                    }
-                    previous.cancel()
-                    previous = caller
-                }
+                let previous = chainOfRuns(in: shared, depth: depth, root: root.attempt)
                 previous.cancel()
                 let left = shared.count
                 root.succeed(with: 1)  // a late success of the stopped work reaches no one
@@ -760,15 +748,7 @@ extension StressSuites {
                 let shared = SharedAttempts<Int, Int, LosableError>()
                 do {
                     let root = HeldWriter<Int, LosableError>()
-                    var previous = shared.attempt(for: 0) { _ in root.attempt }
-                    for n in 1..<depth {
-                        let caller = shared.attempt(for: n) { n in
-                            shared.attempt(for: n - 1) { _ in Attempt(succeededWith: -1) }
-                        }
-                        previous.cancel()
-                        previous = caller
-                    }
-                    _ = previous
+                    _ = chainOfRuns(in: shared, depth: depth, root: root.attempt)
                 }
                 return shared.count
             }
@@ -813,7 +793,7 @@ extension StressSuites {
         @Test func callbackAsksForTheSameKeyDuringDelivery() {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
-            let inner = AttackLocked<Attempt<Int, TestError>?>(nil)
+            let inner = NSLocked<Attempt<Int, TestError>?>(nil)
             let caller = shared.attempt(for: 0, start: work.start)
             caller.uponSuccess(.immediate) { _ in
                 let again = shared.attempt(for: 0, start: work.start)
@@ -837,7 +817,7 @@ extension StressSuites {
         @Test func cancelHandlerAsksForTheSameKey() {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
-            let inner = AttackLocked<Attempt<Int, TestError>?>(nil)
+            let inner = NSLocked<Attempt<Int, TestError>?>(nil)
             let first = shared.attempt(for: 0) { key in
                 let attempt = work.start(key)
                 work.run(0).writer.onCancel {
@@ -862,7 +842,7 @@ extension StressSuites {
         @Test func startTouchingItsOwnKey() {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
-            let sawItself = AttackLocked<Bool?>(nil)
+            let sawItself = NSLocked<Bool?>(nil)
             let first = shared.attempt(for: 0) { key in
                 sawItself.withLock { $0 = shared.contains(key) }
                 shared.forget(key)
@@ -899,7 +879,7 @@ extension StressSuites {
             let shared = SharedAttempts<Int, Int, TestError>()
             let work = AttackWork<TestError>()
             let trigger = HeldWriter<Int, TestError>()
-            let seen = AttackLocked<[String]>([])
+            let seen = NSLocked<[String]>([])
             let first = shared.attempt(for: 0, start: work.start)
             trigger.attempt.uponSuccess(.immediate) { _ in
                 first.cancel()
@@ -994,7 +974,7 @@ extension StressSuites {
         @Test func capturesReleasedAfterFinishAndCancel() {
             let live = LiveCount()
             let shared = SharedAttempts<Int, Int, TestError>()
-            let keptWriters = AttackLocked<[HeldWriter<Int, TestError>]>([])
+            let keptWriters = NSLocked<[HeldWriter<Int, TestError>]>([])
             do {
                 let tracked = LifetimeTracked(live)
                 let finished = shared.attempt(for: 0) { _ in
@@ -1089,7 +1069,7 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(1)))
         func keysAreNeverReleasedUnderTheLock() {
             let shared = SharedAttempts<ObjectKey, Int, TestError>()
-            let blocked = AttackLocked<[String]>([])
+            let blocked = NSLocked<[String]>([])
             let clock = VirtualTimeExecutor()
             let keeping = SharedAttempts<ObjectKey, Int, TestError>(keepingSuccessesFor: .seconds(1), upon: clock)
             func key(_ id: Int, _ name: String, in table: SharedAttempts<ObjectKey, Int, TestError>? = nil) -> ObjectKey
@@ -1147,8 +1127,8 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(1)))
         func workCaptureDeinitAsksTheTableForTheSameKey() {
             let shared = SharedAttempts<Int, Int, TestError>()
-            let keptWriters = AttackLocked<[HeldWriter<Int, TestError>]>([])
-            let inner = AttackLocked<Attempt<Int, TestError>?>(nil)
+            let keptWriters = NSLocked<[HeldWriter<Int, TestError>]>([])
+            let inner = NSLocked<Attempt<Int, TestError>?>(nil)
             let work = AttackWork<TestError>()
             do {
                 let capture = OnDeinit {
@@ -1260,7 +1240,7 @@ extension StressSuites {
         func sharedFuturesReentrancy() {
             let shared = SharedFutures<Int, Int>()
             let run = Deferred<Int>()
-            let inner = AttackLocked<Future<Int>?>(nil)
+            let inner = NSLocked<Future<Int>?>(nil)
             let f = shared.future(for: 0) { _ in run }
             f.upon(.immediate) { _ in
                 let again = shared.future(for: 0) { _ in Future(filledWith: 9) }
