@@ -91,6 +91,32 @@ extension StressSuites {
                 expectFlat(measuredFigure("growth", in: report), over: "attempt create/cancel cycles")
             }
 
+            /// Time limits on a Dispatch queue that their attempts beat (finished or cancelled
+            /// first) are withdrawn: their timers do not wait an hour in the queues' shared heap.
+            @Test(.timeLimit(.minutes(5)), .enabled(if: residentMemory() != nil))
+            func residentMemoryStaysFlatOverManyTimeLimitsBeatenByTheirAttempts() async {
+                let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                    func cycles(_ count: Int) {
+                        for index in 0..<count {
+                            let writer = DeferredAttempt<[Int], TestError>()
+                            let limited = writer.attempt.timeout(
+                                after: .seconds(3_600), upon: DispatchQueue.global(), failingWith: .failed(0))
+                            limited.uponSuccess(.immediate) { blackHole($0) }
+                            if index.isMultiple(of: 2) {
+                                writer.succeed(with: [index])
+                            } else {
+                                limited.cancel()
+                            }
+                        }
+                    }
+                    // Kept, one limit's timer would cost at least 100 bytes: 20 MB for 200,000.
+                    print("growth: \(residentGrowth(warmUp: 100_000, count: TestSize.current.memoryCycles, cycles))")
+                    endExitTest(passed: true)
+                }
+                let report = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+                expectFlat(measuredFigure("growth", in: report), over: "time limits beaten by their attempts")
+            }
+
             /// A table shared by key forgets every key whose run ended: finished, or cancelled by
             /// its last caller (one whose producer was lost included); and its dictionary shrinks
             /// again after a burst of keys in flight at once.

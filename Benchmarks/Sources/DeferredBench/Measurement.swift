@@ -40,7 +40,7 @@ func time(_ trial: Trial) -> Timing {
 }
 
 /// The processor time this process has used so far, user and system, on every thread.
-private func processorTime() -> Duration {
+func processorTime() -> Duration {
     var usage = rusage()
     #if os(Linux)
         // Glibc imports RUSAGE_SELF as an enum case; Darwin as the Int32 that getrusage takes.

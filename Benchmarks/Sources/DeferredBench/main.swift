@@ -30,6 +30,17 @@ if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
     exit(0)
 }
+if let index = arguments.firstIndex(of: "--gateway-child") {
+    exit(gatewayChildMain(arguments[(index + 1)...]) ? 0 : 2)
+}
+if arguments.first == "gateway" {
+    if arguments.contains("--help") {
+        print(gatewayUsage)
+        exit(0)
+    }
+    _ = gatewayMain(Array(arguments.dropFirst()))
+    exit(0)
+}
 if let index = arguments.firstIndex(of: "--probe") {
     let rest = arguments[(index + 1)...]
     guard rest.count == 3, let scenario = Scenario.all.first(where: { $0.id == rest[rest.startIndex] }),

@@ -1,3 +1,5 @@
+import Dispatch
+
 extension Attempt {
     /// Returns an attempt that finishes like this one if it finishes within `limit`, and
     /// otherwise fails with `error`, cancelling this attempt unless something else needs it.
@@ -8,7 +10,8 @@ extension Attempt {
     ///
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
-    /// was dropped early is released early.
+    /// was dropped early is released early. On a Dispatch queue, an attempt that finishes or is
+    /// cancelled before the limit also withdraws the limit, which then costs nothing more.
     ///
     /// - Parameters:
     ///   - limit: How long to wait.
@@ -22,10 +25,16 @@ extension Attempt {
     ) -> Attempt<Success, Failure> {
         let limited = TimeoutAttemptNode<Success, Failure>(
             derived: shareDemand(), cancellation: node.cancellation, failure: error)
-        let attempt = attach(limited, AttemptNode.forward)
+        let attempt = attach(limited, TimeoutAttemptNode.receive)
         if !limited.isDecided {
-            executor.submit(after: limit) { [weak limited] in
+            let expire: @Sendable () -> Void = { [weak limited] in
                 limited?.expire()
+            }
+            let nanoseconds = limit.clampedNanoseconds
+            if nanoseconds > 0, let queue = executor as? DispatchQueue {
+                limited.hold(DispatchTimers.shared.schedule(on: queue, after: nanoseconds, expire))
+            } else {
+                executor.submit(after: limit, expire)
             }
         }
         return attempt
@@ -36,7 +45,8 @@ extension Attempt {
 /// when the limit passes first.
 ///
 /// The failure waits in ``pending``, not in the timer's body, which holds the node only weakly:
-/// once the attempt is decided, or dropped, the timer keeps nothing of it.
+/// once the attempt is decided, or dropped, the timer keeps nothing of it. A limit measured by a
+/// Dispatch queue waits in ``timer``, and is withdrawn as the attempt is decided otherwise.
 @usableFromInline
 internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
@@ -45,10 +55,39 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @usableFromInline
     internal let pending: AtomicReference<SlotValue<Result<Success, Failure>>>
 
+    /// The limit's timer on ``DispatchTimers``, if a Dispatch queue measures it; tagged once the
+    /// attempt is decided, so that a timer stored later is withdrawn at once.
+    @usableFromInline
+    internal let timer = AtomicReference<DispatchTimer>()
+
     @usableFromInline
     internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
         pending = AtomicReference(SlotValue(.failure(failure)))
         super.init(derived: demand, cancellation: cancellation)
+    }
+
+    /// The link step that the source's handler runs: decides with the source's result, and
+    /// withdraws the limit.
+    @usableFromInline
+    internal static func receive(
+        _ source: ChainNode, _ node: ChainNode, _ result: Result<Success, Failure>, _ queue: inout DrainQueue
+    ) {
+        forward(source, node, result, &queue)
+        TimeoutAttemptNode.linked(node).withdrawTimer()
+    }
+
+    /// Keeps the limit's timer, to withdraw it when the attempt is decided otherwise.
+    @usableFromInline
+    internal func hold(_ timer: DispatchTimer) {
+        if self.timer.storeIfEmpty(timer).isTagged {
+            timer.withdraw()
+        }
+    }
+
+    /// Withdraws the limit's timer, if there is one, and any stored later.
+    @usableFromInline
+    internal func withdrawTimer() {
+        timer.takeAndTag().object?.withdraw()
     }
 
     /// Decides this attempt with the failure, as the limit passes, unless it is decided.
@@ -62,5 +101,6 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @usableFromInline
     override internal func dropPendingWork() {
         _ = pending.takeAndTag()
+        withdrawTimer()
     }
 }

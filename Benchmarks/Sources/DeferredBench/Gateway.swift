@@ -1,0 +1,265 @@
+import BenchmarkScenarios
+import Deferred
+import Dispatch
+import Foundation
+import NIOPosix
+
+// `deferred-bench gateway`: the service gateway of Docs/Performance.md, each implementation in a
+// process of its own (so that peak memory, threads and allocations are its own), in rotating
+// order, at a saturated and a latency-bound setting.
+
+let gatewayUsage = """
+    usage: deferred-bench gateway [--quick] [--runs N] [--requests N] [--backends N]
+                                  [--latency-us N] [--timeout-us N] [--in-flight N,N]
+
+      --requests N     requests per run (default 50,000; 2,000 with --quick)
+      --backends N     backends per request (default 3)
+      --latency-us N   the longest backend latency, in µs; latencies spread evenly from 0 (default 2,000)
+      --timeout-us N   each request's time limit, in µs (default 1,500)
+      --in-flight N,N  requests in flight: one setting each (default 1,000 (saturated) and 10 (latency-bound))
+      --runs N         runs per implementation and setting (default 5; 1 with --quick)
+    """
+
+/// The implementations the gateway compares.
+enum GatewayImplementation: String, CaseIterable {
+    case deferred = "Deferred"
+    case async = "async/await"
+    case nio = "NIO"
+
+    /// Serves `run` and returns when it is done.
+    func serve(_ run: GatewayRun, backends: SimulatedBackends) {
+        switch self {
+        case .deferred:
+            DeferredGateway.serve(run, backends: backends, timers: DispatchQueue.global())
+        case .async:
+            AsyncGateway.serve(run, backends: backends)
+        case .nio:
+            NIOGateway.serve(run, backends: backends, group: MultiThreadedEventLoopGroup.singleton)
+        }
+    }
+}
+
+/// What one child process measured.
+struct GatewayMeasurement {
+    var wallSeconds: Double
+    var processorSeconds: Double
+    var peakMegabytes: Double
+    var allocations: Int
+    var counts: GatewayCounts
+
+    var line: String {
+        "\(wallSeconds) \(processorSeconds) \(peakMegabytes) \(allocations) \(counts.requests) \(counts.timeouts) "
+            + "\(counts.workCalls) \(counts.workAfterGivingUp)"
+    }
+
+    init(wallSeconds: Double, processorSeconds: Double, peakMegabytes: Double, allocations: Int, counts: GatewayCounts)
+    {
+        self.wallSeconds = wallSeconds
+        self.processorSeconds = processorSeconds
+        self.peakMegabytes = peakMegabytes
+        self.allocations = allocations
+        self.counts = counts
+    }
+
+    init?(line: String) {
+        let fields = line.split(separator: " ")
+        guard fields.count == 8, let wall = Double(fields[0]), let processor = Double(fields[1]),
+            let peak = Double(fields[2]), let allocations = Int(fields[3])
+        else {
+            return nil
+        }
+        let integers = fields[4...].compactMap { Int($0) }
+        guard integers.count == 4 else {
+            return nil
+        }
+        self.init(
+            wallSeconds: wall, processorSeconds: processor, peakMegabytes: peak, allocations: allocations,
+            counts: GatewayCounts(
+                requests: integers[0], timeouts: integers[1], workCalls: integers[2],
+                workAfterGivingUp: integers[3]))
+    }
+}
+
+/// In the child: runs `workload` with `implementation` after a warm-up, and prints the measurement.
+func gatewayChild(_ implementation: GatewayImplementation, _ workload: GatewayWorkload, countingAllocations: Bool) {
+    let backends = SimulatedBackends()
+    var warmUp = workload
+    warmUp.requests = max(workload.inFlight, workload.requests / 10)
+    implementation.serve(GatewayRun(warmUp), backends: backends)
+    let run = GatewayRun(workload)
+    let startProcessor = processorTime()
+    let start = ContinuousClock.now
+    var allocations = 0
+    if countingAllocations {
+        allocations = gatewayAllocations { implementation.serve(run, backends: backends) }
+    } else {
+        implementation.serve(run, backends: backends)
+    }
+    let wall = ContinuousClock.now - start
+    let processor = processorTime() - startProcessor
+    backends.stop()
+    let measurement = GatewayMeasurement(
+        wallSeconds: wall.seconds, processorSeconds: processor.seconds, peakMegabytes: peakResidentMegabytes(),
+        allocations: allocations, counts: run.counts)
+    print(measurement.line)
+}
+
+/// The largest resident memory of this process so far.
+private func peakResidentMegabytes() -> Double {
+    var usage = rusage()
+    #if os(Linux)
+        // Glibc imports RUSAGE_SELF as an enum case; Darwin as the Int32 that getrusage takes.
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_maxrss) / 1024  // kilobytes on Linux
+    #else
+        getrusage(RUSAGE_SELF, &usage)
+        return Double(usage.ru_maxrss) / 1_048_576  // bytes on Darwin
+    #endif
+}
+
+/// The summary of one implementation at one setting over its runs.
+struct GatewayRow {
+    var implementation: GatewayImplementation
+    var measurements: [GatewayMeasurement] = []
+    var allocationsPerRequest = Double.nan
+
+    private func median(_ figure: (GatewayMeasurement) -> Double) -> Double {
+        let sorted = measurements.map(figure).sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    }
+
+    var requestsPerSecond: Double { median { Double($0.counts.requests) / $0.wallSeconds } }
+    var processorMicrosecondsPerRequest: Double {
+        median { $0.processorSeconds * 1e6 / Double($0.counts.requests) }
+    }
+    var peakMegabytes: Double { median(\.peakMegabytes) }
+    var timeouts: Double { median { Double($0.counts.timeouts) } }
+    var workAfterGivingUp: Double { median { Double($0.counts.workAfterGivingUp) } }
+}
+
+/// Runs the gateway comparison and prints its tables; returns the rows of each setting.
+func gatewayMain(_ arguments: [String]) -> [(inFlight: Int, rows: [GatewayRow])] {
+    func value(_ name: String) -> String? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else {
+            return nil
+        }
+        return arguments[index + 1]
+    }
+    let quick = arguments.contains("--quick")
+    let runs = value("--runs").flatMap(Int.init) ?? (quick ? 1 : 5)
+    let base = GatewayWorkload(
+        requests: value("--requests").flatMap(Int.init) ?? (quick ? 2_000 : 50_000),
+        backends: value("--backends").flatMap(Int.init) ?? 3,
+        maximumLatency: .microseconds(value("--latency-us").flatMap(Int.init) ?? 2_000),
+        timeout: .microseconds(value("--timeout-us").flatMap(Int.init) ?? 1_500),
+        inFlight: 0)
+    let settings = value("--in-flight")?.split(separator: ",").compactMap { Int($0) } ?? [1_000, 10]
+    var results: [(inFlight: Int, rows: [GatewayRow])] = []
+    for inFlight in settings {
+        var workload = base
+        workload.inFlight = inFlight
+        var rows = GatewayImplementation.allCases.map { GatewayRow(implementation: $0) }
+        for run in 0..<runs {
+            for offset in rows.indices {
+                let index = (run + offset) % rows.count
+                if let measurement = gatewayProcess(rows[index].implementation, workload, counting: false) {
+                    rows[index].measurements.append(measurement)
+                }
+            }
+        }
+        for index in rows.indices {
+            if let counted = gatewayProcess(rows[index].implementation, workload, counting: true) {
+                rows[index].allocationsPerRequest = Double(counted.allocations) / Double(workload.requests)
+            }
+        }
+        progress("gateway, \(inFlight) in flight: done")
+        print(gatewayTable(rows, workload: workload, runs: runs))
+        print()
+        results.append((inFlight, rows))
+    }
+    return results
+}
+
+/// Runs one measurement in a child process.
+private func gatewayProcess(
+    _ implementation: GatewayImplementation, _ workload: GatewayWorkload, counting: Bool
+) -> GatewayMeasurement? {
+    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let arguments = [
+        "--gateway-child", implementation.rawValue, String(workload.requests), String(workload.backends),
+        String(workload.maximumLatency.clampedNanosecondsForBench / 1_000),
+        String(workload.timeout.clampedNanosecondsForBench / 1_000), String(workload.inFlight),
+        counting ? "count" : "time",
+    ]
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    guard (try? process.run()) != nil else {
+        progress("gateway: cannot start \(executable)")
+        return nil
+    }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let line = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    guard process.terminationStatus == 0, let measurement = GatewayMeasurement(line: line) else {
+        progress("gateway: \(implementation.rawValue) failed: \(line)")
+        return nil
+    }
+    return measurement
+}
+
+/// In the child: parses `--gateway-child` arguments and runs.
+func gatewayChildMain(_ rest: ArraySlice<String>) -> Bool {
+    let fields = Array(rest)
+    guard fields.count == 7, let implementation = GatewayImplementation(rawValue: fields[0]),
+        let requests = Int(fields[1]), let backends = Int(fields[2]), let latency = Int(fields[3]),
+        let timeout = Int(fields[4]), let inFlight = Int(fields[5])
+    else {
+        return false
+    }
+    let workload = GatewayWorkload(
+        requests: requests, backends: backends, maximumLatency: .microseconds(latency),
+        timeout: .microseconds(timeout), inFlight: inFlight)
+    gatewayChild(implementation, workload, countingAllocations: fields[6] == "count")
+    return true
+}
+
+/// The table of one setting.
+func gatewayTable(_ rows: [GatewayRow], workload: GatewayWorkload, runs: Int) -> String {
+    let deferred = rows.first { $0.implementation == .deferred }
+    let late = workload.lateReplies
+    var lines = [
+        "Gateway, \(workload.inFlight) in flight: \(workload.requests) requests, \(workload.backends) backends "
+            + "(0–\(workload.maximumLatency.clampedNanosecondsForBench / 1_000) µs), "
+            + "limit \(workload.timeout.clampedNanosecondsForBench / 1_000) µs; median of \(runs) runs. "
+            + "Replies after the limit, if nothing cancels: \(late).",
+        "",
+        "| implementation | requests/s | processor time per request | peak memory | allocations per request "
+            + "| timeouts | work after giving up |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows {
+        let ratio = deferred.map { row.processorMicrosecondsPerRequest / $0.processorMicrosecondsPerRequest }
+        lines.append(
+            "| \(row.implementation.rawValue) | \(format(row.requestsPerSecond)) | "
+                + "\(format(row.processorMicrosecondsPerRequest)) µs (\(format(ratio ?? .nan))×) | "
+                + "\(format(row.peakMegabytes)) MB | \(format(row.allocationsPerRequest)) | "
+                + "\(format(row.timeouts)) | \(format(row.workAfterGivingUp)) |")
+    }
+    return lines.joined(separator: "\n")
+}
+
+/// Counts the allocations `body` makes, on every thread.
+private func gatewayAllocations(_ body: () -> Void) -> Int {
+    allocations(of: body)
+}
+
+extension Duration {
+    /// Whole nanoseconds.
+    fileprivate var clampedNanosecondsForBench: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,258 @@
+public import Dispatch
+import Synchronization
+
+/// Every delayed body of every Dispatch queue (`submit(after:)`, and through it `timeout`,
+/// `delay` and `retry`'s backoff), kept in one heap of deadlines and served by one Dispatch timer.
+///
+/// `asyncAfter` makes a Dispatch timer source per call and re-arms the kernel timer each time,
+/// which made timers the largest cost of a busy service (see Docs/Performance.md, the gateway).
+/// Here scheduling a body is one allocation and a push onto a lock-free stack; the kernel timer
+/// is re-armed only when the new deadline comes before the one it is armed for. A body that is
+/// withdrawn (a time limit whose attempt finished first) is released at once and skipped when
+/// its deadline comes, without a hop to its queue.
+///
+/// What the heap guarantees, as `asyncAfter` does: a body runs once, on its queue, no sooner than
+/// its deadline on the uptime clock. Bodies whose deadlines have passed are handed to their
+/// queues in deadline order, and in scheduling order for equal deadlines. The timer is armed a
+/// little late on purpose, so that deadlines close together are served by one wake-up: by a
+/// tenth of the delay, and never more than ``maximumSlack``, like Dispatch's own leeway.
+///
+/// The design is a pure hand-over: the pending stack (``ClosableStack``) takes new timers from
+/// any thread; only the service queue moves them into the heap, runs the ones that are due and
+/// arms the timer. ``armed`` is the time the timer will fire; a thread that pushes a timer due
+/// sooner lowers it and re-arms. The service resets it before it takes the stack, so a timer
+/// pushed after that is either taken in this pass or re-arms the timer itself.
+///
+/// `@unchecked Sendable` is sound: ``heap`` and ``nextSequence`` are touched only by the service
+/// queue's handler, which Dispatch runs one at a time; every other field is an atomic, the
+/// lock-free stack, or a Dispatch object, which are thread-safe.
+@usableFromInline
+internal final class DispatchTimers: @unchecked Sendable {
+    /// The one instance.
+    @usableFromInline
+    internal static let shared = DispatchTimers()
+
+    /// The most a body's run is put off to share a wake-up with later deadlines.
+    internal static let maximumSlack: UInt64 = 1_000_000
+
+    /// A timer in the heap, with the order it came in among equal deadlines.
+    private struct Entry {
+        var deadline: UInt64
+        var sequence: UInt64
+        var timer: DispatchTimer
+
+        func precedes(_ other: Entry) -> Bool {
+            deadline < other.deadline || (deadline == other.deadline && sequence < other.sequence)
+        }
+    }
+
+    /// Timers scheduled since the service last took them.
+    private let pending = ClosableStack<DispatchTimer>()
+
+    /// When the Dispatch timer fires, in uptime nanoseconds; `UInt64.max` while it is not armed.
+    private let armed = Atomic<UInt64>(.max)
+
+    private let service = DispatchQueue(label: "Deferred.DispatchTimers")
+    private let source: any DispatchSourceTimer
+
+    /// Timers scheduled so far, to serve the heap every ``servingInterval`` of them.
+    private let scheduled = Atomic<UInt>(0)
+
+    /// Timers withdrawn so far.
+    fileprivate let withdrawals = Atomic<Int>(0)
+
+    /// How often scheduling makes the service take the new timers and drop withdrawn ones, even
+    /// when no deadline passes: a power of two.
+    private static let servingInterval: UInt = 4_096
+
+    // Only the service queue's handler touches these.
+    private var heap: [Entry] = []
+    private var nextSequence: UInt64 = 0
+    /// Withdrawn timers the service has dropped so far.
+    private var dropped = 0
+
+    private init() {
+        source = DispatchSource.makeTimerSource(queue: service)
+        source.setEventHandler { [unowned self] in
+            serve()
+        }
+        source.activate()
+    }
+
+    /// Schedules `body` to run on `queue` once `nanoseconds` have passed; returns its timer, for
+    /// ``DispatchTimer/withdraw()``.
+    @usableFromInline
+    @discardableResult
+    internal func schedule(
+        on queue: DispatchQueue, after nanoseconds: Int, _ body: @escaping @Sendable () -> Void
+    ) -> DispatchTimer {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
+        let timer = DispatchTimer(deadline: overflow ? .max - 1 : deadline, queue: queue, body: body)
+        _ = pending.push(timer)  // The stack is never closed.
+        arm(at: Self.fireTime(for: timer.deadline, now: now))
+        if scheduled.wrappingAdd(1, ordering: .relaxed).newValue & (Self.servingInterval - 1) == 0 {
+            // Withdrawn timers would otherwise wait for their deadlines: with long limits that
+            // all finish early, memory would grow with the rate of requests.
+            service.async { [self] in
+                serve()
+            }
+        }
+        return timer
+    }
+
+    /// When to fire for `deadline`: a little later, so that nearby deadlines share a wake-up.
+    private static func fireTime(for deadline: UInt64, now: UInt64) -> UInt64 {
+        let slack = min(deadline > now ? (deadline - now) / 10 : 0, maximumSlack)
+        let (time, overflow) = deadline.addingReportingOverflow(slack)
+        return overflow ? .max - 1 : time
+    }
+
+    /// Makes sure the timer fires by `time`.
+    ///
+    /// Whoever lowers ``armed`` sets the Dispatch timer, then checks that nobody lowered it further
+    /// meanwhile; if somebody did, it sets the timer again. So the last setting is the lowest.
+    private func arm(at time: UInt64) {
+        var seen = armed.load(ordering: .acquiring)
+        while time < seen {
+            let (exchanged, original) = armed.compareExchange(
+                expected: seen, desired: time, ordering: .acquiringAndReleasing)
+            guard exchanged else {
+                seen = original
+                continue
+            }
+            var target = time
+            while true {
+                source.schedule(deadline: DispatchTime(uptimeNanoseconds: target), repeating: .never, leeway: .never)
+                let now = armed.load(ordering: .acquiring)
+                guard now < target else {
+                    return
+                }
+                target = now
+            }
+        }
+    }
+
+    /// The service queue's work: takes the new timers, hands every due body to its queue, drops
+    /// withdrawn timers once they are half the heap, and arms the timer for the next deadline.
+    private func serve() {
+        // Reset first: a timer pushed after the stack is taken below lowers `armed` itself.
+        _ = armed.exchange(.max, ordering: .acquiringAndReleasing)
+        var arrived = pending.takeAll().reversed()
+        while let timer = arrived.popFirst() {
+            guard !timer.isWithdrawn else {
+                dropped += 1
+                continue
+            }
+            heap.append(Entry(deadline: timer.deadline, sequence: nextSequence, timer: timer))
+            nextSequence &+= 1
+            siftUp(heap.count - 1)
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        while let first = heap.first, first.deadline <= now || first.timer.isWithdrawn {
+            removeFirst()
+            if let body = first.timer.claim() {
+                first.timer.queue.async(execute: body)
+            } else {
+                dropped += 1
+            }
+        }
+        if heap.count >= 1_024, (withdrawals.load(ordering: .relaxed) - dropped) * 2 > heap.count {
+            let before = heap.count
+            heap.removeAll { $0.timer.isWithdrawn }
+            dropped += before - heap.count
+            for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
+                siftDown(index)
+            }
+        }
+        if let first = heap.first {
+            arm(at: Self.fireTime(for: first.deadline, now: now))
+        }
+    }
+
+    private func removeFirst() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else {
+            return
+        }
+        heap[0] = last
+        siftDown(0)
+    }
+
+    private func siftDown(_ start: Int) {
+        var parent = start
+        let count = heap.count
+        while true {
+            let left = 2 * parent + 1
+            guard left < count else {
+                break
+            }
+            let right = left + 1
+            let next = right < count && heap[right].precedes(heap[left]) ? right : left
+            guard heap[next].precedes(heap[parent]) else {
+                break
+            }
+            heap.swapAt(parent, next)
+            parent = next
+        }
+    }
+
+    private func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].precedes(heap[parent]) else {
+                break
+            }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+}
+
+/// A body waiting in ``DispatchTimers``: it either runs once, on its queue, or is withdrawn.
+///
+/// `@unchecked Sendable` is sound: `body` is written at `init` (published to the service by the
+/// stack's push) and afterwards only by whoever wins ``claimed``, once; `next` belongs to whoever
+/// owns the timer on the stack (see ``ClosableStack``); the rest never changes.
+@usableFromInline
+internal final class DispatchTimer: StackNode, @unchecked Sendable {
+    /// When the body is due, in uptime nanoseconds.
+    internal let deadline: UInt64
+    /// Where the body runs.
+    internal let queue: DispatchQueue
+    /// Set by whichever of running and withdrawing comes first.
+    private let claimed = Atomic<Bool>(false)
+    @exclusivity(unchecked)
+    private var body: (@Sendable () -> Void)?
+    @exclusivity(unchecked)
+    @usableFromInline
+    package var next: UInt = 0
+
+    init(deadline: UInt64, queue: DispatchQueue, body: @escaping @Sendable () -> Void) {
+        self.deadline = deadline
+        self.queue = queue
+        self.body = body
+    }
+
+    /// Whether the body was withdrawn (or has been handed to its queue).
+    internal var isWithdrawn: Bool {
+        claimed.load(ordering: .relaxed)
+    }
+
+    /// Takes the body to run it, unless it was withdrawn.
+    internal func claim() -> (@Sendable () -> Void)? {
+        guard !claimed.exchange(true, ordering: .acquiringAndReleasing) else {
+            return nil
+        }
+        return body.take()
+    }
+
+    /// Withdraws the body unless it has been handed to its queue, and releases it at once.
+    @usableFromInline
+    internal func withdraw() {
+        if claim() != nil {
+            DispatchTimers.shared.withdrawals.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+}
