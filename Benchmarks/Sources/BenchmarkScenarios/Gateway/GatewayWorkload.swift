@@ -107,8 +107,9 @@ public final class GatewayRun: @unchecked Sendable {
         return request < workload.requests ? request : nil
     }
 
-    /// A backend's work for `request`: a little arithmetic, counted, and counted apart if the
-    /// request was given up already. Returns the backend's reply.
+    /// A backend's work for `request`, which returns the backend's reply.
+    ///
+    /// A little arithmetic, counted, and counted apart if the request was given up already.
     public func work(request: Int, backend: Int) -> Int {
         workCalls.wrappingAdd(1, ordering: .relaxed)
         if isGivenUp(request) {

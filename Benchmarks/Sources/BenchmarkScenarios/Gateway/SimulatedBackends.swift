@@ -70,7 +70,9 @@ public final class SimulatedBackends: @unchecked Sendable {
         return Call(slot: slot, sequence: sequence)
     }
 
-    /// Drops `call` if it has not been answered: its reply never runs. Returns whether it dropped it.
+    /// Drops `call` if it has not been answered: its reply never runs.
+    ///
+    /// Returns whether it dropped it.
     @discardableResult
     public func drop(_ call: Call) -> Bool {
         condition.lock()
