@@ -14,6 +14,7 @@ extension Collection {
     /// collection succeeds at once with `[]`.
     ///
     /// - Returns: An attempt of all the values.
+    @inlinable
     public func allSucceeded<Success, Failure>() -> Attempt<[Success], Failure>
     where Element == Attempt<Success, Failure> {
         guard let first = first else {
@@ -118,11 +119,20 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         fatalError("abstract")
     }
 
+    /// Stores the success of the input at `index`, which was not cancelled: the common arrival,
+    /// which a join can take without making or reading a `Result` (in unspecialized code, each
+    /// such value costs a look-up of its type's metadata).
+    @usableFromInline
+    internal func arrive(at index: Int, succeededWith value: Element, in queue: inout DrainQueue) {
+        arrive(at: index, with: .success(value), cancelled: false, in: &queue)
+    }
+
     /// Makes the hub hold a unit of demand of each of `inputs`; called once, before the inputs
     /// are linked, so that a join that fails at once still releases them.
     @usableFromInline
     internal final func holdDemand(of inputs: [any DemandSource]) {
         var units: [DemandUnit] = []
+        units.reserveCapacity(inputs.count)
         for input in inputs {
             if let unit = input.takeUnit(forOwner: true) {
                 units.append(unit)
@@ -139,7 +149,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
 
     /// Links each of `inputs` by position, stopping once the join is decided (the rest need no
     /// link), and runs what the links completed.
-    @usableFromInline
+    @inlinable
     internal final func linkAll(_ inputs: some Sequence<Attempt<Element, Failure>>) {
         var queue = DrainQueue()
         var index = 0
@@ -154,12 +164,15 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     }
 
     /// Links `input`, the input at `index`, whose value is an element as it is.
-    @usableFromInline
+    @inlinable
     internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
         input.node.link(self, in: &queue) { source, node, result, queue in
-            JoinAttemptNode.linked(node).arrive(
-                at: index, with: result, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
-                in: &queue)
+            let cancelled = AttemptNode<Element, Failure>.source(source).isCancelledFlag
+            if !cancelled, case .success(let value) = result {
+                JoinAttemptNode.linked(node).arrive(at: index, succeededWith: value, in: &queue)
+            } else {
+                JoinAttemptNode.linked(node).arrive(at: index, with: result, cancelled: cancelled, in: &queue)
+            }
         }
     }
 
@@ -226,6 +239,11 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     }
 
     /// Stores the value of the input at `index`; the last to arrive completes the join.
+    @usableFromInline
+    override internal func arrive(at index: Int, succeededWith value: Element, in queue: inout DrainQueue) {
+        arrive(at: index, withValue: value, in: &queue)
+    }
+
     @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)

@@ -1,4 +1,4 @@
-import Dispatch
+public import Dispatch
 
 extension Attempt {
     /// Returns an attempt that finishes like this one if it finishes within `limit`, and
@@ -18,6 +18,7 @@ extension Attempt {
     ///   - executor: The executor that measures the limit.
     ///   - error: The failure when the limit passes first.
     /// - Returns: An attempt of this attempt's result, or of `error`.
+    @inlinable
     public func timeout(
         after limit: Duration,
         upon executor: some SchedulingExecutor,

@@ -20,6 +20,7 @@ public protocol SchedulingExecutor: Executor {
 
 extension Duration {
     /// This duration in whole nanoseconds, clamped to the range of `Int` and never negative.
+    @usableFromInline
     package var clampedNanoseconds: Int {
         guard self > .zero else {
             return 0

@@ -6,40 +6,59 @@ public import Synchronization
 /// The slots are not synchronized: the join that owns them orders every write before the
 /// taking read (through the acquiring-and-releasing decrement of its count of missing inputs),
 /// and frees them in its `deinit`.
+///
+/// A slot is raw memory with a flag beside it rather than an optional, so that unspecialized code
+/// needs only the value's own type, never a look-up of `Optional<Value>`'s.
 @usableFromInline
 internal struct JoinSlots<Value> {
+    /// The values, initialized where ``stored`` says so.
     @usableFromInline
-    internal let slots: UnsafeMutableBufferPointer<Value?>
+    internal let values: UnsafeMutablePointer<Value>
+
+    /// Whether each slot holds a value; in the same allocation, after the values.
+    @usableFromInline
+    internal let stored: UnsafeMutablePointer<Bool>
+
+    /// How many slots there are.
+    @usableFromInline
+    internal let count: Int
 
     /// Allocates `count` empty slots.
     @inlinable
     internal init(count: Int) {
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil)
+        let valueBytes = MemoryLayout<Value>.stride * count
+        let memory = UnsafeMutableRawPointer.allocate(
+            byteCount: valueBytes + count, alignment: MemoryLayout<Value>.alignment)
+        values = memory.bindMemory(to: Value.self, capacity: count)
+        stored = (memory + valueBytes).bindMemory(to: Bool.self, capacity: count)
+        stored.initialize(repeating: false, count: count)
+        self.count = count
     }
 
     /// Stores the value of the input at `index`.
     @inlinable
     internal func store(_ value: Value, at index: Int) {
-        slots[index] = value
+        (values + index).initialize(to: value)
+        stored[index] = true
     }
 
     /// Takes every value, in position order; every slot has been written.
     @inlinable
     internal func takeAll() -> [Value] {
-        [Value](unsafeUninitializedCapacity: slots.count) { values, initialized in
-            for index in 0..<slots.count {
-                (values.baseAddress.unsafelyUnwrapped + index).initialize(to: slots[index].take().unsafelyUnwrapped)
-            }
-            initialized = slots.count
+        [Value](unsafeUninitializedCapacity: count) { taken, initialized in
+            taken.baseAddress.unsafelyUnwrapped.moveInitialize(from: values, count: count)
+            stored.update(repeating: false, count: count)
+            initialized = count
         }
     }
 
-    /// Releases whatever is left in the slots and frees them; for the owner's `deinit`.
+    /// Releases the values still stored and the slots.
     @inlinable
     internal func free() {
-        slots.deinitialize()
-        slots.deallocate()
+        for index in 0..<count where stored[index] {
+            (values + index).deinitialize(count: 1)
+        }
+        UnsafeMutableRawPointer(values).deallocate()
     }
 }
 
