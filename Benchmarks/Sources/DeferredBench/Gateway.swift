@@ -9,15 +9,19 @@ import NIOPosix
 // order, at a saturated and a latency-bound setting.
 
 let gatewayUsage = """
-    usage: deferred-bench gateway [--quick] [--runs N] [--requests N] [--backends N]
-                                  [--latency-us N] [--timeout-us N] [--in-flight N,N]
+    usage: deferred-bench gateway [--quick] [--runs N] [--requests N] [--backends N] [--latency-us N]
+                                  [--timeout-us N] [--in-flight N,N] [--busy] [--update-docs]
 
-      --requests N     requests per run (default 50,000; 2,000 with --quick)
+      --requests N     requests per run at the first setting (default 50,000; 2,000 with --quick);
+                       a setting with fewer in flight runs a fifth as many
       --backends N     backends per request (default 3)
       --latency-us N   the longest backend latency, in µs; latencies spread evenly from 0 (default 2,000)
       --timeout-us N   each request's time limit, in µs (default 1,500)
-      --in-flight N,N  requests in flight: one setting each (default 1,000 (saturated) and 10 (latency-bound))
+      --in-flight N,N  requests in flight: one setting each (default 1,000 (saturated) and 10
+                       (latency-bound), then 1,000 again with both cores kept busy)
+      --busy           run every setting with both cores kept busy by two other processes
       --runs N         runs per implementation and setting (default 5; 1 with --quick)
+      --update-docs    rewrite the gateway figures of README.md and Docs/Performance.md (a full run)
     """
 
 /// The implementations the gateway compares.
@@ -138,7 +142,7 @@ struct GatewayRow {
 }
 
 /// Runs the gateway comparison and prints its tables; returns the rows of each setting.
-func gatewayMain(_ arguments: [String]) -> [(inFlight: Int, rows: [GatewayRow])] {
+func gatewayMain(_ arguments: [String]) -> [GatewayResults] {
     func value(_ name: String) -> String? {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else {
             return nil
@@ -153,31 +157,81 @@ func gatewayMain(_ arguments: [String]) -> [(inFlight: Int, rows: [GatewayRow])]
         maximumLatency: .microseconds(value("--latency-us").flatMap(Int.init) ?? 2_000),
         timeout: .microseconds(value("--timeout-us").flatMap(Int.init) ?? 1_500),
         inFlight: 0)
-    let settings = value("--in-flight")?.split(separator: ",").compactMap { Int($0) } ?? [1_000, 10]
-    var results: [(inFlight: Int, rows: [GatewayRow])] = []
-    for inFlight in settings {
+    let busy = arguments.contains("--busy")
+    let settings: [GatewaySetting] =
+        value("--in-flight").map { list in
+            list.split(separator: ",").compactMap { Int($0) }.map { GatewaySetting(inFlight: $0, busy: busy) }
+        } ?? [
+            GatewaySetting(inFlight: 1_000, busy: busy), GatewaySetting(inFlight: 10, busy: busy),
+            GatewaySetting(inFlight: 1_000, busy: true),
+        ]
+    var results: [GatewayResults] = []
+    for setting in settings {
         var workload = base
-        workload.inFlight = inFlight
+        workload.inFlight = setting.inFlight
+        if setting.inFlight < (settings.first?.inFlight ?? setting.inFlight) {
+            workload.requests = max(setting.inFlight, workload.requests / 5)
+        }
         var rows = GatewayImplementation.allCases.map { GatewayRow(implementation: $0) }
-        for run in 0..<runs {
-            for offset in rows.indices {
-                let index = (run + offset) % rows.count
-                if let measurement = gatewayProcess(rows[index].implementation, workload, counting: false) {
-                    rows[index].measurements.append(measurement)
+        let timedRuns = {
+            for run in 0..<runs {
+                for offset in rows.indices {
+                    let index = (run + offset) % rows.count
+                    if let measurement = gatewayProcess(rows[index].implementation, workload, counting: false) {
+                        rows[index].measurements.append(measurement)
+                    }
                 }
             }
+        }
+        if setting.busy {
+            withBusyCores(timedRuns)
+        } else {
+            timedRuns()
         }
         for index in rows.indices {
             if let counted = gatewayProcess(rows[index].implementation, workload, counting: true) {
                 rows[index].allocationsPerRequest = Double(counted.allocations) / Double(workload.requests)
             }
         }
-        progress("gateway, \(inFlight) in flight: done")
-        print(gatewayTable(rows, workload: workload, runs: runs))
+        progress("gateway, \(setting.inFlight) in flight\(setting.busy ? ", both cores busy" : ""): done")
+        let result = GatewayResults(setting: setting, workload: workload, runs: runs, rows: rows)
+        print(result.table)
         print()
-        results.append((inFlight, rows))
+        results.append(result)
     }
     return results
+}
+
+/// One setting of the gateway: how many requests in flight, and whether both cores are kept busy.
+struct GatewaySetting: Hashable {
+    var inFlight: Int
+    var busy: Bool
+}
+
+/// The rows of one setting.
+struct GatewayResults {
+    var setting: GatewaySetting
+    var workload: GatewayWorkload
+    var runs: Int
+    var rows: [GatewayRow]
+
+    /// The row of `implementation`.
+    func row(_ implementation: GatewayImplementation) -> GatewayRow? {
+        rows.first { $0.implementation == implementation }
+    }
+
+    /// Deferred's processor time per request over `implementation`'s.
+    func ratio(to implementation: GatewayImplementation) -> Double {
+        guard let ours = row(.deferred), let theirs = row(implementation) else {
+            return .nan
+        }
+        return ours.processorMicrosecondsPerRequest / theirs.processorMicrosecondsPerRequest
+    }
+
+    /// The setting's heading and table.
+    var table: String {
+        gatewayTable(rows, workload: workload, runs: runs, busy: setting.busy)
+    }
 }
 
 /// Runs one measurement in a child process.
@@ -227,17 +281,18 @@ func gatewayChildMain(_ rest: ArraySlice<String>) -> Bool {
 }
 
 /// The table of one setting.
-func gatewayTable(_ rows: [GatewayRow], workload: GatewayWorkload, runs: Int) -> String {
+func gatewayTable(_ rows: [GatewayRow], workload: GatewayWorkload, runs: Int, busy: Bool) -> String {
     let deferred = rows.first { $0.implementation == .deferred }
     let late = workload.lateReplies
     var lines = [
-        "Gateway, \(workload.inFlight) in flight: \(workload.requests) requests, \(workload.backends) backends "
+        "**\(workload.inFlight) in flight\(busy ? ", both cores kept busy by two other processes" : "")**: "
+            + "\(workload.requests) requests, \(workload.backends) backends each "
             + "(0–\(workload.maximumLatency.clampedNanosecondsForBench / 1_000) µs), "
-            + "limit \(workload.timeout.clampedNanosecondsForBench / 1_000) µs; median of \(runs) runs. "
-            + "Replies after the limit, if nothing cancels: \(late).",
+            + "a limit of \(workload.timeout.clampedNanosecondsForBench / 1_000) µs; median of \(runs) runs. "
+            + "Backend replies that come after their request's limit: \(late).",
         "",
-        "| implementation | requests/s | processor time per request | peak memory | allocations per request "
-            + "| timeouts | work after giving up |",
+        "| implementation | requests/s | processor time per request (ratio to Deferred) | peak memory "
+            + "| allocations per request | timeouts | backend work after giving up |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows {
@@ -262,4 +317,37 @@ extension Duration {
         let (seconds, attoseconds) = components
         return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
+}
+
+/// The generated regions of the gateway: its tables in Docs/Performance.md, and the lead of the
+/// README's Performance section.
+func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String: String] {
+    let saturated = results.first { !$0.setting.busy && $0.setting.inFlight >= 100 }
+    let figure = { (implementation: GatewayImplementation) -> String in
+        saturated.map { format($0.ratio(to: implementation)) } ?? "?"
+    }
+    let ours = saturated?.row(.deferred)
+    let intro = """
+        Measured on \(context.date) at commit \(context.commit): \(context.machine), release build; one \
+        run of `deferred-bench gateway --update-docs` (\(format(context.minutes)) minutes), each \
+        implementation in a process of its own, in rotating order; allocations counted in a separate \
+        run of each. Load average \(format(context.loadBefore)) before, \(format(context.loadAfter)) after.
+        """
+    let sections =
+        [wrapped(intro)]
+        + results.map { result in
+            result.table.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
+                index == 0 ? wrapped(String(line)) : String(line)
+            }.joined(separator: "\n")
+        }
+    let readme = """
+        The job Deferred exists for, measured: a service gateway that fans each request out to \
+        three backends, joins their replies, gives up after 1.5 ms and cancels what it no longer \
+        needs, with 1,000 requests in flight on 2 cores (run of \(context.date)). Deferred spends \
+        \(ours.map { format($0.processorMicrosecondsPerRequest) } ?? "?") µs of processor time per \
+        request: \(figure(.nio)) of swift-nio's `EventLoopFuture` and \(figure(.async)) of async/await's \
+        (task groups with a timeout child). Only Deferred and async/await stop the backends of \
+        requests they gave up; see [the gateway](Docs/Performance.md#the-gateway).
+        """
+    return ["gateway figures": sections.joined(separator: "\n\n"), "readme gateway": wrapped(readme)]
 }

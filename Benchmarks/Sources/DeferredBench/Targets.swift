@@ -79,6 +79,12 @@ let targets: [Target] = [
     Target(scenario: "S16", text: "S16 per caller ≤ 1.0× the hand-written table (naive)") {
         [("× naive", $0.ratio(to: .naive), 1.0)]
     },
+    Target(scenario: "S17", text: "S17 per request ≤ 25 allocations and ≤ 0.8× NIO") {
+        [("allocations", $0.ours.allocationsPerOperation, 25), ("× NIO", $0.ratio(to: .nio), 0.8)]
+    },
+    Target(scenario: "S18", text: "S18 per limit ≤ 1.0× NIO") {
+        [("× NIO", $0.ratio(to: .nio), 1.0)]
+    },
 ]
 
 /// Renders the targets as a Markdown table: each figure of the run next to its limit.

@@ -38,8 +38,26 @@ if arguments.first == "gateway" {
         print(gatewayUsage)
         exit(0)
     }
-    _ = gatewayMain(Array(arguments.dropFirst()))
-    exit(0)
+    let gatewayStarted = ContinuousClock.now
+    let gatewayLoad = RunContext.load()
+    let results = gatewayMain(Array(arguments.dropFirst()))
+    if arguments.contains("--update-docs") {
+        guard !arguments.contains("--quick") else {
+            print("deferred-bench: gateway --update-docs needs a full run (no --quick)")
+            exit(2)
+        }
+        let context = RunContext.describe(
+            loadBefore: gatewayLoad, runs: results.first?.runs ?? 0,
+            minutes: (ContinuousClock.now - gatewayStarted).seconds / 60)
+        do {
+            try updateDocs(gatewayRegions(results, context: context))
+            print("Updated the gateway figures of \(documentedFiles.joined(separator: " and ")).")
+        } catch {
+            print("deferred-bench: cannot update the docs: \(error)")
+            exit(1)
+        }
+    }
+    exit(results.allSatisfy { $0.rows.allSatisfy { !$0.measurements.isEmpty } } ? 0 : 1)
 }
 if let index = arguments.firstIndex(of: "--probe") {
     let rest = arguments[(index + 1)...]
