@@ -22,8 +22,8 @@ extension Collection {
         }
         let join = AllSucceededAttemptNode<Success, [Success], Failure>(
             count: count, cancellation: first.node.cancellation, combine: { $0 })
-        join.holdDemand(of: map { $0.node })
-        join.linkAll(self)
+        join.holdDemand(of: self) { $0.node }
+        join.linkAllSucceeding(self)
         return Attempt(node: join)
     }
 }
@@ -119,25 +119,27 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         fatalError("abstract")
     }
 
-    /// Stores the success of the input at `index`, which was not cancelled: the common arrival,
-    /// which a join can take without making or reading a `Result` (in unspecialized code, each
-    /// such value costs a look-up of its type's metadata).
-    @usableFromInline
-    internal func arrive(at index: Int, succeededWith value: Element, in queue: inout DrainQueue) {
-        arrive(at: index, with: .success(value), cancelled: false, in: &queue)
-    }
-
     /// Makes the hub hold a unit of demand of each of `inputs`; called once, before the inputs
     /// are linked, so that a join that fails at once still releases them.
     @usableFromInline
     internal final func holdDemand(of inputs: [any DemandSource]) {
+        holdDemand(of: inputs) { $0 }
+    }
+
+    /// Makes the hub hold a unit of demand of each of `inputs`, whose demand `source` gives,
+    /// without collecting the sources first; see ``holdDemand(of:)``.
+    @inlinable
+    internal final func holdDemand<Inputs: Collection>(
+        of inputs: Inputs, _ source: (Inputs.Element) -> any DemandSource
+    ) {
         var units: [DemandUnit] = []
         units.reserveCapacity(inputs.count)
         for input in inputs {
-            if let unit = input.takeUnit(forOwner: true) {
+            let demand = source(input)
+            if let unit = demand.takeUnit(forOwner: true) {
                 units.append(unit)
             } else {
-                input.settleIfUnneeded()
+                demand.settleIfUnneeded()
             }
         }
         if !consumerHub().holdUpstream(units).held {
@@ -149,7 +151,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
 
     /// Links each of `inputs` by position, stopping once the join is decided (the rest need no
     /// link), and runs what the links completed.
-    @inlinable
+    @usableFromInline
     internal final func linkAll(_ inputs: some Sequence<Attempt<Element, Failure>>) {
         var queue = DrainQueue()
         var index = 0
@@ -164,15 +166,12 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     }
 
     /// Links `input`, the input at `index`, whose value is an element as it is.
-    @inlinable
+    @usableFromInline
     internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
         input.node.link(self, in: &queue) { source, node, result, queue in
-            let cancelled = AttemptNode<Element, Failure>.source(source).isCancelledFlag
-            if !cancelled, case .success(let value) = result {
-                JoinAttemptNode.linked(node).arrive(at: index, succeededWith: value, in: &queue)
-            } else {
-                JoinAttemptNode.linked(node).arrive(at: index, with: result, cancelled: cancelled, in: &queue)
-            }
+            JoinAttemptNode.linked(node).arrive(
+                at: index, with: result, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
+                in: &queue)
         }
     }
 
@@ -238,12 +237,33 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
         }
     }
 
-    /// Stores the value of the input at `index`; the last to arrive completes the join.
-    @usableFromInline
-    override internal func arrive(at index: Int, succeededWith value: Element, in queue: inout DrainQueue) {
-        arrive(at: index, withValue: value, in: &queue)
+    /// Links each of `inputs` by position, like ``JoinAttemptNode/linkAll(_:)``, with steps that
+    /// call this join's own arrivals rather than the overridden ones: inlined where the join is
+    /// made, a success and the join's completion run specialized, with no look-up of generic
+    /// metadata.
+    @inlinable
+    internal final func linkAllSucceeding(_ inputs: some Sequence<Attempt<Element, Failure>>) {
+        var queue = DrainQueue()
+        var index = 0
+        for input in inputs {
+            guard !isDecided else {
+                break
+            }
+            input.node.link(self, in: &queue) { [index] source, node, result, queue in
+                let join = AllSucceededAttemptNode.linked(node)
+                let cancelled = AttemptNode<Element, Failure>.source(source).isCancelledFlag
+                if !cancelled, case .success(let value) = result {
+                    join.arrive(at: index, withValue: value, in: &queue)
+                } else {
+                    join.arrive(at: index, passing: result, cancelled: cancelled, in: &queue)
+                }
+            }
+            index += 1
+        }
+        queue.drain()
     }
 
+    /// Stores the value of the input at `index`; the last to arrive completes the join.
     @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)

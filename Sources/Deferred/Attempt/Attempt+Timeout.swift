@@ -28,14 +28,15 @@ extension Attempt {
             derived: shareDemand(), cancellation: node.cancellation, failure: error)
         let attempt = attach(limited, TimeoutAttemptNode.receive)
         if !limited.isDecided {
-            let expire: @Sendable () -> Void = { [weak limited] in
-                limited?.expire()
-            }
             let nanoseconds = limit.clampedNanoseconds
             if nanoseconds > 0, let queue = executor as? DispatchQueue {
-                limited.hold(DispatchTimers.shared.schedule(on: queue, after: nanoseconds, expire))
+                let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds)
+                DispatchTimers.shared.schedule(timer)
+                limited.hold(timer)
             } else {
-                executor.submit(after: limit, expire)
+                executor.submit(after: limit) { [weak limited] in
+                    limited?.expire()
+                }
             }
         }
         return attempt
@@ -53,17 +54,20 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @unchecked Sendable
 {
     /// The failure for when the limit passes; taken when it does, or dropped on a cancellation.
+    ///
+    /// It holds a `SlotValue<Failure>`, typed only as an object, so that releasing the node
+    /// looks up no metadata of a type made of `Success` and `Failure`.
     @usableFromInline
-    internal let pending: AtomicReference<SlotValue<Result<Success, Failure>>>
+    internal let pending: AtomicReference<AnyObject>
 
     /// The limit's timer on ``DispatchTimers``, if a Dispatch queue measures it; tagged once the
     /// attempt is decided, so that a timer stored later is withdrawn at once.
     @usableFromInline
     internal let timer = AtomicReference<DispatchTimer>()
 
-    @usableFromInline
+    @inlinable
     internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
-        pending = AtomicReference(SlotValue(.failure(failure)))
+        pending = AtomicReference(SlotValue(failure))
         super.init(derived: demand, cancellation: cancellation)
     }
 
@@ -95,7 +99,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @usableFromInline
     internal func expire() {
         if let failure = pending.takeAndTag().object {
-            decide(failure.value)
+            decide(.failure(unsafeDowncast(failure, to: SlotValue<Failure>.self).value))
         }
     }
 
@@ -103,5 +107,28 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     override internal func dropPendingWork() {
         _ = pending.takeAndTag()
         withdrawTimer()
+    }
+}
+
+/// The timer of an attempt's time limit on a Dispatch queue: holds the attempt's node weakly,
+/// like the body of any other executor's limit, and is itself the work, so that the limit costs
+/// no closure until it fires.
+@usableFromInline
+internal final class LimitTimer<Success: Sendable, Failure: Error>: DispatchTimer, @unchecked Sendable {
+    // @unchecked: `limited` is a weak reference, which the runtime reads and clears atomically,
+    // and it is written only at `init`.
+    @usableFromInline
+    internal weak var limited: TimeoutAttemptNode<Success, Failure>?
+
+    @usableFromInline
+    internal init(
+        limiting limited: TimeoutAttemptNode<Success, Failure>, on queue: DispatchQueue, after nanoseconds: Int
+    ) {
+        self.limited = limited
+        super.init(on: queue, after: nanoseconds)
+    }
+
+    override internal func work() -> @Sendable () -> Void {
+        { [self] in limited?.expire() }
     }
 }

@@ -1,5 +1,5 @@
 public import Dispatch
-import Synchronization
+public import Synchronization
 
 /// Every delayed body of every Dispatch queue (`submit(after:)`, and through it `timeout`,
 /// `delay` and `retry`'s backoff), kept in one heap of deadlines and served by one Dispatch timer.
@@ -33,6 +33,7 @@ internal final class DispatchTimers: @unchecked Sendable {
     internal static let shared = DispatchTimers()
 
     /// The most a body's run is put off to share a wake-up with later deadlines.
+    @usableFromInline
     internal static let maximumSlack: UInt64 = 1_000_000
 
     /// A timer in the heap, with the order it came in among equal deadlines.
@@ -79,18 +80,16 @@ internal final class DispatchTimers: @unchecked Sendable {
         source.activate()
     }
 
-    /// Schedules `body` to run on `queue` once `nanoseconds` have passed; returns its timer, for
-    /// ``DispatchTimer/withdraw()``.
+    /// Schedules `body` to run on `queue` once `nanoseconds` (more than zero) have passed.
+    internal func schedule(on queue: DispatchQueue, after nanoseconds: Int, _ body: @escaping @Sendable () -> Void) {
+        schedule(DispatchBodyTimer(on: queue, after: nanoseconds, body: body))
+    }
+
+    /// Schedules `timer`'s work for its deadline; ``DispatchTimer/withdraw()`` takes it back.
     @usableFromInline
-    @discardableResult
-    internal func schedule(
-        on queue: DispatchQueue, after nanoseconds: Int, _ body: @escaping @Sendable () -> Void
-    ) -> DispatchTimer {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
-        let timer = DispatchTimer(deadline: overflow ? .max - 1 : deadline, queue: queue, body: body)
+    internal func schedule(_ timer: DispatchTimer) {
         _ = pending.push(timer)  // The stack is never closed.
-        arm(at: Self.fireTime(for: timer.deadline, now: now))
+        arm(at: timer.fireTime)
         if scheduled.wrappingAdd(1, ordering: .relaxed).newValue & (Self.servingInterval - 1) == 0 {
             // Withdrawn timers would otherwise wait for their deadlines: with long limits that
             // all finish early, memory would grow with the rate of requests.
@@ -98,14 +97,6 @@ internal final class DispatchTimers: @unchecked Sendable {
                 serve()
             }
         }
-        return timer
-    }
-
-    /// When to fire for `deadline`: a little later, so that nearby deadlines share a wake-up.
-    private static func fireTime(for deadline: UInt64, now: UInt64) -> UInt64 {
-        let slack = min(deadline > now ? (deadline - now) / 10 : 0, maximumSlack)
-        let (time, overflow) = deadline.addingReportingOverflow(slack)
-        return overflow ? .max - 1 : time
     }
 
     /// Makes sure the timer fires by `time`.
@@ -151,8 +142,8 @@ internal final class DispatchTimers: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         while let first = heap.first, first.deadline <= now || first.timer.isWithdrawn {
             removeFirst()
-            if let body = first.timer.claim() {
-                first.timer.queue.async(execute: body)
+            if first.timer.claim() {
+                first.timer.queue.async(execute: first.timer.work())
             } else {
                 dropped += 1
             }
@@ -166,7 +157,7 @@ internal final class DispatchTimers: @unchecked Sendable {
             }
         }
         if let first = heap.first {
-            arm(at: Self.fireTime(for: first.deadline, now: now))
+            arm(at: first.timer.fireTime)
         }
     }
 
@@ -210,49 +201,89 @@ internal final class DispatchTimers: @unchecked Sendable {
     }
 }
 
-/// A body waiting in ``DispatchTimers``: it either runs once, on its queue, or is withdrawn.
+/// Work waiting in ``DispatchTimers``: it either runs once, on its queue, or is withdrawn.
 ///
-/// `@unchecked Sendable` is sound: `body` is written at `init` (published to the service by the
-/// stack's push) and afterwards only by whoever wins ``claimed``, once; `next` belongs to whoever
-/// owns the timer on the stack (see ``ClosableStack``); the rest never changes.
+/// A subclass says what the work is: ``DispatchBodyTimer`` runs a closure, and a time limit's
+/// timer decides its attempt, so that a limit costs no closure of its own.
+///
+/// `@unchecked Sendable` is sound: a subclass's work is written at `init` (published to the
+/// service by the stack's push) and afterwards touched only by whoever wins ``claimed``, once;
+/// `next` belongs to whoever owns the timer on the stack (see ``ClosableStack``); the rest never
+/// changes.
 @usableFromInline
-internal final class DispatchTimer: StackNode, @unchecked Sendable {
-    /// When the body is due, in uptime nanoseconds.
+internal class DispatchTimer: StackNode, @unchecked Sendable {
+    /// When the work is due, in uptime nanoseconds.
+    @usableFromInline
     internal let deadline: UInt64
-    /// Where the body runs.
+    /// When to fire for it: a little later, so that nearby deadlines share a wake-up.
+    @usableFromInline
+    internal let fireTime: UInt64
+    /// Where the work runs.
+    @usableFromInline
     internal let queue: DispatchQueue
     /// Set by whichever of running and withdrawing comes first.
-    private let claimed = Atomic<Bool>(false)
-    @exclusivity(unchecked)
-    private var body: (@Sendable () -> Void)?
+    @usableFromInline
+    internal let claimed: Atomic<Bool>
     @exclusivity(unchecked)
     @usableFromInline
     package var next: UInt = 0
 
-    init(deadline: UInt64, queue: DispatchQueue, body: @escaping @Sendable () -> Void) {
-        self.deadline = deadline
+    /// A timer for work due `nanoseconds` (more than zero) from now, on `queue`.
+    @usableFromInline
+    internal init(on queue: DispatchQueue, after nanoseconds: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
+        self.deadline = overflow ? .max - 1 : deadline
+        let slack = min(UInt64(nanoseconds) / 10, DispatchTimers.maximumSlack)
+        let (fireTime, late) = self.deadline.addingReportingOverflow(slack)
+        self.fireTime = late ? .max - 1 : fireTime
         self.queue = queue
-        self.body = body
+        claimed = Atomic(false)
     }
 
-    /// Whether the body was withdrawn (or has been handed to its queue).
-    internal var isWithdrawn: Bool {
+    /// Whether the work was withdrawn (or has been handed to its queue).
+    internal final var isWithdrawn: Bool {
         claimed.load(ordering: .relaxed)
     }
 
-    /// Takes the body to run it, unless it was withdrawn.
-    internal func claim() -> (@Sendable () -> Void)? {
-        guard !claimed.exchange(true, ordering: .acquiringAndReleasing) else {
-            return nil
-        }
-        return body.take()
+    /// Claims the work, to run or to withdraw it; `false` if it was claimed already.
+    internal final func claim() -> Bool {
+        !claimed.exchange(true, ordering: .acquiringAndReleasing)
     }
 
-    /// Withdraws the body unless it has been handed to its queue, and releases it at once.
+    /// The work to hand to the queue, once claimed to run.
+    internal func work() -> @Sendable () -> Void {
+        fatalError("abstract")
+    }
+
+    /// Releases the work, once claimed to withdraw it.
+    internal func dropWork() {}
+
+    /// Withdraws the work unless it has been handed to its queue, and releases it at once.
     @usableFromInline
-    internal func withdraw() {
-        if claim() != nil {
+    internal final func withdraw() {
+        if claim() {
+            dropWork()
             DispatchTimers.shared.withdrawals.wrappingAdd(1, ordering: .relaxed)
         }
+    }
+}
+
+/// A closure waiting in ``DispatchTimers``: the body of `submit(after:)`.
+internal final class DispatchBodyTimer: DispatchTimer, @unchecked Sendable {
+    @exclusivity(unchecked)
+    private var body: (@Sendable () -> Void)?
+
+    init(on queue: DispatchQueue, after nanoseconds: Int, body: @escaping @Sendable () -> Void) {
+        self.body = body
+        super.init(on: queue, after: nanoseconds)
+    }
+
+    override func work() -> @Sendable () -> Void {
+        body.take().unsafelyUnwrapped
+    }
+
+    override func dropWork() {
+        body = nil
     }
 }

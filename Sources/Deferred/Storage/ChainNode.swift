@@ -74,6 +74,13 @@ internal struct ReleaseStack {
         top = node
     }
 
+    /// Makes room for `count` more nodes, so that pushing a node's several downstream nodes
+    /// grows the stack once.
+    @usableFromInline
+    internal mutating func reserve(_ count: Int) {
+        below.reserveCapacity(below.count + count)
+    }
+
     /// Releases every node, and whatever only they keep alive: a node nothing else references
     /// first hands its downstream nodes to the stack, so releasing it recurses no further.
     @usableFromInline

@@ -128,6 +128,7 @@ internal final class DemandUnits: ChainNode, @unchecked Sendable {
 
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        nodes.reserve(units.count)
         for unit in units {
             nodes.push(unit.hub)
         }
