@@ -89,6 +89,11 @@ internal final class DispatchTimers: @unchecked Sendable {
     @usableFromInline
     internal func schedule(_ timer: DispatchTimer) {
         _ = pending.push(timer)  // The stack is never closed.
+        // The push and the reading of `armed` in `arm` against the service's reset of `armed`
+        // and its taking of the stack: without a full fence on both sides, a processor that may
+        // read before its own earlier write is seen (ARM's store buffers) could let each side
+        // miss the other, leaving the timer unarmed for it.
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
         arm(at: timer.fireTime)
         if scheduled.wrappingAdd(1, ordering: .relaxed).newValue & (Self.servingInterval - 1) == 0 {
             // Withdrawn timers would otherwise wait for their deadlines: with long limits that
@@ -114,7 +119,7 @@ internal final class DispatchTimers: @unchecked Sendable {
             }
             var target = time
             while true {
-                source.schedule(deadline: DispatchTime(uptimeNanoseconds: target), repeating: .never, leeway: .never)
+                source.schedule(deadline: Self.dispatchTime(target), repeating: .never, leeway: .never)
                 let now = armed.load(ordering: .acquiring)
                 guard now < target else {
                     return
@@ -124,11 +129,18 @@ internal final class DispatchTimers: @unchecked Sendable {
         }
     }
 
+    /// `time` as a Dispatch time; past a century of uptime, the distant future, so that no
+    /// platform's conversion of uptime nanoseconds to its own ticks can overflow.
+    private static func dispatchTime(_ time: UInt64) -> DispatchTime {
+        time >= 1 << 62 ? .distantFuture : DispatchTime(uptimeNanoseconds: time)
+    }
+
     /// The service queue's work: takes the new timers, hands every due body to its queue, drops
     /// withdrawn timers once they are half the heap, and arms the timer for the next deadline.
     private func serve() {
         // Reset first: a timer pushed after the stack is taken below lowers `armed` itself.
         _ = armed.exchange(.max, ordering: .acquiringAndReleasing)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)  // See `schedule(_:)`.
         var arrived = pending.takeAll().reversed()
         while let timer = arrived.popFirst() {
             guard !timer.isWithdrawn else {
