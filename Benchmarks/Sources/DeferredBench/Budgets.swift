@@ -88,9 +88,10 @@ func budgets(_ results: [ScenarioResults], counted: Bool) -> [Budget] {
             name: "S17 gateway request graph: allocations per request", limit: 25,
             measure: scenario("S17", \.allocationsPerOperation)),
         // The writer, the limit's node, its pending failure, its timer with its weak reference to
-        // the node, and the callback (measured 6 on 2026-11-26).
+        // the node, and the callback: 6 measured on 2026-11-26, and a little for the heap's
+        // growth and the service's pass over it every 4,096 limits.
         Budget(
-            name: "S18 a limit armed and beaten: allocations per limit", limit: 6,
+            name: "S18 a limit armed and beaten: allocations per limit", limit: 6.01,
             measure: scenario("S18", \.allocationsPerOperation)),
         Budget(name: "SharedFutures: a caller joining a run in flight: allocations", limit: 0) {
             let shared = SharedFutures<Int, Int>()

@@ -31,7 +31,7 @@ public enum AsyncGateway {
                 }
                 group.addTask {
                     try await Task.sleep(for: workload.timeout)
-                    throw GatewayError.timedOut
+                    throw BenchFailure.timedOut
                 }
                 var replies: [Int] = []
                 replies.reserveCapacity(workload.backends)

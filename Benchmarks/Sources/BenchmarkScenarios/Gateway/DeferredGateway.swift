@@ -1,13 +1,5 @@
 public import Deferred
 
-/// The failure of a gateway request.
-public enum GatewayError: CancellableError {
-    /// The request's time limit passed.
-    case timedOut
-    /// The request was cancelled.
-    case cancelled
-}
-
 /// The gateway with Deferred: each backend call is a `DeferredAttempt` whose cancel handler
 /// drops the call; the request is `allSucceeded`, `map` and `timeout`, with one callback.
 public enum DeferredGateway {
@@ -32,7 +24,7 @@ public enum DeferredGateway {
         _ request: Int, _ run: GatewayRun, _ backends: SimulatedBackends, _ timers: some SchedulingExecutor
     ) {
         let workload = run.workload
-        var calls: [Attempt<Int, GatewayError>] = []
+        var calls: [Attempt<Int, BenchFailure>] = []
         calls.reserveCapacity(workload.backends)
         for backend in 0..<workload.backends {
             calls.append(call(backend, for: request, run, backends))
@@ -56,8 +48,8 @@ public enum DeferredGateway {
 
     private static func call(
         _ backend: Int, for request: Int, _ run: GatewayRun, _ backends: SimulatedBackends
-    ) -> Attempt<Int, GatewayError> {
-        let writer = DeferredAttempt<Int, GatewayError>()
+    ) -> Attempt<Int, BenchFailure> {
+        let writer = DeferredAttempt<Int, BenchFailure>()
         let latency = run.workload.latencyNanoseconds(request: request, backend: backend)
         let call = backends.call(after: latency) {
             writer.succeed(with: run.work(request: request, backend: backend))

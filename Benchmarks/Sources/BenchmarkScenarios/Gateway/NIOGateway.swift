@@ -36,7 +36,7 @@ public enum NIOGateway {
         }
         let answer = loop.makePromise(of: Int.self)
         let limit = loop.scheduleTask(in: .nanoseconds(Int64(workload.timeoutNanoseconds))) {
-            answer.fail(GatewayError.timedOut)
+            answer.fail(BenchFailure.timedOut)
         }
         EventLoopFuture.whenAllSucceed(calls, on: loop).map(combineReplies).cascade(to: answer)
         answer.futureResult.whenComplete { result in

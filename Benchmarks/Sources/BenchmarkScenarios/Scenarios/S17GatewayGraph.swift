@@ -19,9 +19,9 @@ extension Scenario {
                 let timers = DispatchQueue.global()
                 return Trial {
                     for _ in 0..<count {
-                        let first = DeferredAttempt<Int, GatewayError>()
-                        let second = DeferredAttempt<Int, GatewayError>()
-                        let third = DeferredAttempt<Int, GatewayError>()
+                        let first = DeferredAttempt<Int, BenchFailure>()
+                        let second = DeferredAttempt<Int, BenchFailure>()
+                        let third = DeferredAttempt<Int, BenchFailure>()
                         first.onCancel(cancelled)
                         second.onCancel(cancelled)
                         third.onCancel(cancelled)
@@ -43,14 +43,14 @@ extension Scenario {
                         let second = loop.makePromise(of: Int.self)
                         let third = loop.makePromise(of: Int.self)
                         let answer = loop.makePromise(of: Int.self)
-                        let limit = loop.scheduleTask(in: .seconds(60)) { answer.fail(GatewayError.timedOut) }
+                        let limit = loop.scheduleTask(in: .seconds(60)) { answer.fail(BenchFailure.timedOut) }
                         EventLoopFuture.whenAllSucceed(
                             [first.futureResult, second.futureResult, third.futureResult], on: loop
                         )
                         .map(combineReplies).cascade(to: answer)
                         answer.futureResult.whenComplete { result in
                             limit.cancel()
-                            consumeReply(result.mapError { _ in GatewayError.timedOut })
+                            consumeReply(result.mapError { _ in BenchFailure.timedOut })
                         }
                         first.succeed(1)
                         second.succeed(2)
@@ -75,7 +75,7 @@ extension Scenario {
                 let timers = DispatchQueue.global()
                 return Trial {
                     for index in 0..<count {
-                        let writer = DeferredAttempt<Int, GatewayError>()
+                        let writer = DeferredAttempt<Int, BenchFailure>()
                         writer.attempt.timeout(after: .seconds(60), upon: timers, failingWith: .timedOut)
                             .uponSuccess(.immediate, execute: consume)
                         writer.succeed(with: index)
@@ -89,7 +89,7 @@ extension Scenario {
                         for index in 0..<count {
                             let promise = nioLoop.makePromise(of: Int.self)
                             let limit = nioLoop.scheduleTask(in: .seconds(60)) {
-                                promise.fail(GatewayError.timedOut)
+                                promise.fail(BenchFailure.timedOut)
                             }
                             promise.futureResult.whenSuccess { value in
                                 limit.cancel()
@@ -110,7 +110,7 @@ extension Scenario {
 }
 
 /// The gateway's callback, capturing nothing.
-@Sendable private func consumeReply(_ result: Result<Int, GatewayError>) {
+@Sendable private func consumeReply(_ result: Result<Int, BenchFailure>) {
     if case .success(let reply) = result {
         consume(reply)
     }

@@ -128,7 +128,9 @@ internal final class DemandUnits: ChainNode, @unchecked Sendable {
 
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        nodes.reserve(units.count)
+        if units.count > 1 {
+            nodes.reserve(units.count)
+        }
         for unit in units {
             nodes.push(unit.hub)
         }
