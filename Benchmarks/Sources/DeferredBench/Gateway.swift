@@ -345,8 +345,8 @@ func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String
         three backends, joins their replies, gives up after 1.5 ms and cancels what it no longer \
         needs, with 1,000 requests in flight on 2 cores (run of \(context.date)). Deferred spends \
         \(ours.map { format($0.processorMicrosecondsPerRequest) } ?? "?") µs of processor time per \
-        request: \(figure(.nio)) of swift-nio's `EventLoopFuture` and \(figure(.async)) of async/await's \
-        (task groups with a timeout child). Only Deferred and async/await stop the backends of \
+        request, \(figure(.nio)) times what swift-nio's `EventLoopFuture` spends and \(figure(.async)) times \
+        what async/await spends (task groups with a timeout child). Only Deferred and async/await stop the backends of \
         requests they gave up; see [the gateway](Docs/Performance.md#the-gateway).
         """
     return ["gateway figures": sections.joined(separator: "\n\n"), "readme gateway": wrapped(readme)]
