@@ -30,7 +30,9 @@ extension Attempt {
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
             if nanoseconds > 0, let queue = executor as? DispatchQueue {
-                let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds)
+                let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds) { limited in
+                    unsafeDowncast(limited, to: TimeoutAttemptNode<Success, Failure>.self).expire()
+                }
                 DispatchTimers.shared.schedule(timer)
                 limited.hold(timer)
             } else {
@@ -96,7 +98,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     }
 
     /// Decides this attempt with the failure, as the limit passes, unless it is decided.
-    @usableFromInline
+    @inlinable
     internal func expire() {
         if let failure = pending.takeAndTag().object {
             decide(.failure(unsafeDowncast(failure, to: SlotValue<Failure>.self).value))
@@ -113,22 +115,36 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 /// The timer of an attempt's time limit on a Dispatch queue: holds the attempt's node weakly,
 /// like the body of any other executor's limit, and is itself the work, so that the limit costs
 /// no closure until it fires.
+///
+/// It is not generic: the node is kept as an object, and `expire` is a closure without captures
+/// made where the limit is set, so it runs specialized for the attempt's types and neither the
+/// timer nor the expiry looks up generic metadata (a saturated service's limits mostly expire).
 @usableFromInline
-internal final class LimitTimer<Success: Sendable, Failure: Error>: DispatchTimer, @unchecked Sendable {
+internal final class LimitTimer: DispatchTimer, @unchecked Sendable {
     // @unchecked: `limited` is a weak reference, which the runtime reads and clears atomically,
-    // and it is written only at `init`.
+    // and it and `expire` are written only at `init`.
     @usableFromInline
-    internal weak var limited: TimeoutAttemptNode<Success, Failure>?
+    internal weak var limited: AnyObject?
+
+    /// Expires the node in `limited`, whose type it knows.
+    @usableFromInline
+    internal let expire: @Sendable (AnyObject) -> Void
 
     @usableFromInline
     internal init(
-        limiting limited: TimeoutAttemptNode<Success, Failure>, on queue: DispatchQueue, after nanoseconds: Int
+        limiting limited: AnyObject, on queue: DispatchQueue, after nanoseconds: Int,
+        expire: @escaping @Sendable (AnyObject) -> Void
     ) {
         self.limited = limited
+        self.expire = expire
         super.init(on: queue, after: nanoseconds)
     }
 
     override internal func work() -> @Sendable () -> Void {
-        { [self] in limited?.expire() }
+        { [self] in
+            if let limited {
+                expire(limited)
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
 public import Deferred
+public import Dispatch
 
 /// The gateway with Deferred: each backend call is a `DeferredAttempt` whose cancel handler
 /// drops the call; the request is `allSucceeded`, `map` and `timeout`, with one callback.
@@ -9,8 +10,9 @@ public enum DeferredGateway {
     /// - Parameters:
     ///   - run: The requests and their counts.
     ///   - backends: The backends the requests call.
-    ///   - timers: What measures the time limits.
-    public static func serve(_ run: GatewayRun, backends: SimulatedBackends, timers: some SchedulingExecutor) {
+    ///   - timers: The queue that measures the time limits: concrete, as in a service's own code,
+    ///     so that the library's inlinable operators are specialized for it.
+    public static func serve(_ run: GatewayRun, backends: SimulatedBackends, timers: DispatchQueue) {
         for _ in 0..<run.workload.inFlight {
             guard let request = run.nextRequest() else {
                 break
@@ -21,7 +23,7 @@ public enum DeferredGateway {
     }
 
     private static func start(
-        _ request: Int, _ run: GatewayRun, _ backends: SimulatedBackends, _ timers: some SchedulingExecutor
+        _ request: Int, _ run: GatewayRun, _ backends: SimulatedBackends, _ timers: DispatchQueue
     ) {
         let workload = run.workload
         var calls: [Attempt<Int, BenchFailure>] = []
