@@ -6,7 +6,7 @@ public import Synchronization
 ///
 /// `asyncAfter` makes a Dispatch timer source per call and re-arms the kernel timer each time,
 /// which made timers the largest cost of a busy service (see Docs/Performance.md, the gateway).
-/// Here scheduling a body is one allocation and a push onto a lock-free stack; the kernel timer
+/// Here scheduling a body costs one allocation of its own and a push onto a lock-free stack; the kernel timer
 /// is re-armed only when the new deadline comes before the one it is armed for. A body that is
 /// withdrawn (a time limit whose attempt finished first) is released at once and skipped when
 /// its deadline comes, without a hop to its queue.
@@ -23,9 +23,9 @@ public import Synchronization
 /// sooner lowers it and re-arms. The service resets it before it takes the stack, so a timer
 /// pushed after that is either taken in this pass or re-arms the timer itself.
 ///
-/// `@unchecked Sendable` is sound: ``heap`` and ``nextSequence`` are touched only by the service
-/// queue's handler, which Dispatch runs one at a time; every other field is an atomic, the
-/// lock-free stack, or a Dispatch object, which are thread-safe.
+/// `@unchecked Sendable` is sound: ``heap``, ``nextSequence`` and ``dropped`` are touched only by
+/// the service queue's work, which the serial queue runs one at a time; every other field is an
+/// atomic, the lock-free stack, or a Dispatch object, which are thread-safe.
 @usableFromInline
 internal final class DispatchTimers: @unchecked Sendable {
     /// The one instance.
