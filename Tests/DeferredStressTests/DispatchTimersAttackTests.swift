@@ -287,17 +287,21 @@ import Testing
     @Test func cancellingADelayOrABackoffOnAQueueReleasesItsCapturesAtOnce() {
         let live = LiveCount()
         let queue = DispatchQueue(label: "attack.delay")
+        // Long enough that nothing comes due while the test cancels, short enough that every
+        // timer has fired before the test ends: a timer left in the heap at exit would keep the
+        // weak reference of a retry's backoff, which LeakSanitizer reports.
+        let wait = Duration.seconds(2)
         for _ in 0..<500 {
             let tracked = LifetimeTracked(live)
             let delayed = Attempt<LifetimeTracked, TestError>(
-                filledWith: .success(tracked), after: .seconds(3_600), upon: queue)
+                filledWith: .success(tracked), after: wait, upon: queue)
             delayed.cancel()
         }
         #expect(live.value == 0, "\(live.value) delayed values kept after cancel")
         for _ in 0..<200 {
             let tracked = LifetimeTracked(live)
             let started = Counter()
-            let retried = Attempt<Int, TestError>.retry(attempts: 3, delay: .seconds(3_600), upon: queue) {
+            let retried = Attempt<Int, TestError>.retry(attempts: 3, delay: wait, upon: queue) {
                 blackHole(tracked)
                 started.increment()
                 return Attempt(failedWith: .failed(0))
@@ -306,6 +310,11 @@ import Testing
             retried.cancel()
         }
         #expect(live.value == 0, "\(live.value) retry captures kept after cancel")
+        // The queue is serial and takes due bodies in deadline order: once this one has run,
+        // every timer above has fired.
+        let drained = Deferred<Void>()
+        queue.submit(after: wait + .milliseconds(100)) { drained.fill() }
+        #expect(drained.wait(until: .now() + .seconds(60)) != nil, "the timers fired")
     }
 
     /// A limit beaten by its source's success, or by a cancel, on other threads while it fires:
