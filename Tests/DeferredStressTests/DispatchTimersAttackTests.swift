@@ -204,7 +204,9 @@ import Testing
             worst = max(worst, elapsed)
         }
         progress("limit among withdrawn ones: worst \(worst)")
-        #expect(worst < .milliseconds(500), "the limit fired \(worst) after it was set")
+        // A limit held back by the withdrawn ones would wait for their hour; a loaded machine or
+        // a sanitizer only delays it (0.68 s once under ThreadSanitizer in CI).
+        #expect(worst < .seconds(10), "the limit fired \(worst) after it was set")
     }
 
     /// Huge delays (up to `Duration.seconds(Int64.max)`) neither fire early nor make the timer
