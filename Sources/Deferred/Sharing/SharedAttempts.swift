@@ -121,7 +121,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
             return Attempt(filledWith: result)
         case .joined(let run, let unit):
             return Attempt(node: run.caller(holding: unit))
-        case .started(let run, let unit):
+        case .started(let run, let unit, _):
             let caller = run.caller(holding: unit)
             var queue = DrainQueue()
             if run.mayStartStep(in: &queue) {

@@ -12,8 +12,9 @@
 /// ```
 ///
 /// The first caller's `start` starts the run; every caller that asks while it runs gets a future
-/// of the same value, and `start` does not run for them. When the run fills, the key is forgotten
-/// (or, made with ``init(keepingValuesFor:upon:)``, the value is kept for a while). A future cannot
+/// of the same value, and `start` does not run for them. When the work fills, the key is forgotten
+/// before any caller can see the value (or, made with ``init(keepingValuesFor:upon:)``, the
+/// value is kept for a while), so a caller who has seen it and asks again starts a new run. A future cannot
 /// be cancelled, so the run goes on even if every caller drops its future; use ``SharedAttempts``
 /// for work that should stop when nobody wants it.
 ///
@@ -57,25 +58,19 @@ public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// - Returns: A future of the run's value.
     @inlinable
     public func future<Work: FutureProtocol<Value>>(for key: Key, start: (Key) -> Work) -> Future<Value> {
-        let found = table.find(
-            key,
-            join: { run in run },
-            makeRun: { generation in
-                let run = Storage<Value>()
-                run.upon(ImmediateExecutor.shared) { [weak table] value in
-                    table?.ended(key, generation: generation, keeping: value)
-                }
-                return (run, run)
-            })
+        let found = table.find(key, join: { _ in () }, makeRun: { _ in (Storage<Value>(), ()) })
         switch found {
         case .kept(let value):
             return Future(filledWith: value)
         case .joined(let run, _):
             return Future(storage: run)
-        case .started(let run, _):
-            var queue = DrainQueue()
-            run.follow(start(key), in: &queue)
-            queue.drain()
+        case .started(let run, _, let generation):
+            // The key is forgotten before the run is filled, so that a caller who has seen the
+            // value and asks again starts a new run instead of joining the finished one.
+            start(key).upon(ImmediateExecutor.shared) { [weak table] value in
+                table?.ended(key, generation: generation, keeping: value)
+                _ = run.fill(value)
+            }
             return Future(storage: run)
         }
     }

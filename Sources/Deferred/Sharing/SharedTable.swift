@@ -31,8 +31,8 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
         case kept(Kept)
         /// The run in flight, joined.
         case joined(Run, Joined)
-        /// A new run, joined, that the caller must start.
-        case started(Run, Joined)
+        /// A new run of `generation`, joined, that the caller must start.
+        case started(Run, Joined, generation: UInt64)
     }
 
     /// How long results are kept, and where their time is counted.
@@ -111,7 +111,7 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
             generations &+= 1
             let (run, joined) = makeRun(generations)
             replaced = entries.updateValue(.running(run, generation: generations), forKey: key)
-            return .started(run, joined)
+            return .started(run, joined, generation: generations)
         }
         withExtendedLifetime((replaced, refused)) {}
         return found

@@ -40,6 +40,20 @@ import Testing
         }
     }
 
+    @Test func aCallerWhoHasSeenTheResultDecidedOnAnotherThreadStartsANewRun() {
+        let shared = SharedAttempts<Int, Int, TestError>()
+        for round in 0..<500 {
+            let result = shared.attempt(for: 0) { _ in
+                let run = DeferredAttempt<Int, TestError>()
+                DispatchQueue.global().async { run.succeed(with: round) }
+                return run.attempt
+            }.wait(until: .now() + 10)
+            #expect(
+                result == .success(round) && !shared.contains(0),
+                "round \(round): the key is forgotten before the result is seen")
+        }
+    }
+
     @Test func concurrentCallersOfOneKeyShareOneRunAndEachGetsTheResult() {
         let work = CountedWork()
         let shared = SharedAttempts<String, Int, TestError>()

@@ -35,6 +35,15 @@ import Testing
         #expect(shared.count == 0)
     }
 
+    @Test func aCallerWhoHasSeenTheValueFilledOnAnotherThreadStartsANewRun() {
+        let shared = SharedFutures<Int, Int>()
+        for round in 0..<500 {
+            let value = shared.future(for: 0) { _ in Future(upon: .global()) { round } }.value(within: 10)
+            #expect(
+                value == round && !shared.contains(0), "round \(round): the key is forgotten before the value is seen")
+        }
+    }
+
     @Test func valuesAreKeptForTheirTimeAndCanBeForgotten() {
         let clock = VirtualTimeExecutor()
         let shared = SharedFutures<String, Int>(keepingValuesFor: .seconds(5), upon: clock)
