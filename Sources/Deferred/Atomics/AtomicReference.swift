@@ -114,7 +114,11 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     @inlinable
     internal static func retainedBits(_ object: Object?) -> UInt {
-        object.map(RetainedBits.retain) ?? 0
+        // Not `map`: unoptimized, a generic call on `Object?` looks up the optional's metadata.
+        guard let object else {
+            return 0
+        }
+        return RetainedBits.retain(object)
     }
 
     @inlinable

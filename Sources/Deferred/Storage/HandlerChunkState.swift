@@ -12,12 +12,17 @@
 /// one atomic OR and runs the handlers whose *ready* bit it saw. Exactly one of a registrant's
 /// OR and the fill's OR sees the other's bit, so each handler runs exactly once: by the fill
 /// if it was ready when the chunk closed, else by its registrant.
+@frozen
 @usableFromInline
-internal typealias HandlerChunkState = StateWord<HandlerChunkBits, UInt>
+internal struct HandlerChunkState: StateWord {
+    @usableFromInline
+    internal var rawValue: UInt
 
-/// The tag of ``HandlerChunkState``.
-@usableFromInline
-internal enum HandlerChunkBits {}
+    @inlinable
+    internal init(rawValue: UInt) {
+        self.rawValue = rawValue
+    }
+}
 
 extension HandlerChunkState {
     /// The most slots a chunk has: one *ready* bit each.

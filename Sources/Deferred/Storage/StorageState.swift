@@ -16,12 +16,17 @@
 ///
 /// This type only computes. ``DeferredStorage`` performs the atomic operations and asks this
 /// type what each party must do next, so every decision is testable without threads.
+@frozen
 @usableFromInline
-internal typealias StorageState = StateWord<StorageStateBits, UInt>
+internal struct StorageState: StateWord {
+    @usableFromInline
+    internal var rawValue: UInt
 
-/// The tag of ``StorageState``.
-@usableFromInline
-internal enum StorageStateBits {}
+    @inlinable
+    internal init(rawValue: UInt) {
+        self.rawValue = rawValue
+    }
+}
 
 extension StorageState {
     @inlinable internal static var fillClaimedBit: UInt { 1 << 0 }

@@ -27,12 +27,17 @@
 /// | ``cancelled`` | the attempt was cancelled, for lack of demand or by `cancel()`; absorbing |
 ///
 /// This type only computes; ``AttemptHub`` performs the atomic operations.
+@frozen
 @usableFromInline
-internal typealias DemandState = StateWord<DemandStateBits, Int>
+internal struct DemandState: StateWord {
+    @usableFromInline
+    internal var rawValue: Int
 
-/// The tag of ``DemandState``.
-@usableFromInline
-internal enum DemandStateBits {}
+    @inlinable
+    internal init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+}
 
 extension DemandState {
     /// The state stored in an atomic word.
@@ -150,12 +155,17 @@ extension DemandState {
 /// | 5   | *owns its hub*: set when the node is made and never changed (a root, an owner, or a stage that starts a hub of its own; a transparent node shares its source's hub) |
 /// | 6   | *path taken*: the first dependent that continues the path below this attempt has come (see ``DemandState``) |
 /// | 8…  | the attempt's *depth* on its hub's path: 0 for the hub's own attempt; set when the node is made |
+@frozen
 @usableFromInline
-internal typealias AttemptFlags = StateWord<AttemptFlagBits, UInt>
+internal struct AttemptFlags: StateWord {
+    @usableFromInline
+    internal var rawValue: UInt
 
-/// The tag of ``AttemptFlags``.
-@usableFromInline
-internal enum AttemptFlagBits {}
+    @inlinable
+    internal init(rawValue: UInt) {
+        self.rawValue = rawValue
+    }
+}
 
 /// Read a flag with ``StateWord/has(_:)``: `flags.has(AttemptFlags.holdsUnit)`.
 extension AttemptFlags {
