@@ -1,4 +1,5 @@
 import Foundation
+public import Testing
 
 /// How big the tests that scale are: every depth, round count and cycle count that differs
 /// between a contributor's `swift test` and CI's full proofs comes from here, chosen by one
@@ -122,6 +123,20 @@ public struct TestSize: Sendable {
         let runtimes: [String] = ["__tsan_init", "__asan_init"]
         return runtimes.contains { dlsym(program, $0) != nil }
     }()
+
+    /// Whether this process runs under ThreadSanitizer.
+    public static let underThreadSanitizer: Bool = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Skips a suite of single-threaded deep walks under ThreadSanitizer, which has no race to
+    /// find in them and would spend a fifth of its CI stage on them: the plain suite and CI's
+    /// full-size stage prove their stack, and AddressSanitizer their memory.
+    public static var skippedUnderThreadSanitizer: Self {
+        .disabled(
+            if: TestSize.underThreadSanitizer,
+            "a single-threaded deep walk: no race for ThreadSanitizer to find; the plain and full-size runs prove it")
+    }
 }
 
 /// Prints `line` and flushes standard output at once, so that a log written to a file or a pipe

@@ -8,7 +8,7 @@ import Testing
 /// see ``AttemptKind/deepChainSize``), on the immediate executor,
 /// succeeds, fails, is cancelled from its tail, and is dropped unfinished, without overflowing
 /// the stack of ``onDeepStack(_:size:_:)``.
-@Suite struct AttemptStackSafetyTests {
+@Suite(.skippedUnderThreadSanitizer) struct AttemptStackSafetyTests {
     static let depth = TestSize.current.depth
 
     /// A chain of `depth` stages of `kind` after a producer that counts its cancellations.

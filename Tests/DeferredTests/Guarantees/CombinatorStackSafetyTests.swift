@@ -10,7 +10,7 @@ import Testing
 /// The chains run on the immediate executor, the one that would recurse, with delays and limits
 /// on a virtual clock. The other guarantees of each kind, on every executor, are in
 /// ``CombinatorGuaranteeTests``.
-@Suite struct CombinatorStackSafetyTests {
+@Suite(.skippedUnderThreadSanitizer) struct CombinatorStackSafetyTests {
     /// Guarantee 4: a chain of ``TestSize/depth`` stages of one kind fills without overflowing the stack,
     /// and each step runs once.
     @Test(arguments: FutureKind.allCases)

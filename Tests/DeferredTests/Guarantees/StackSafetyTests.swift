@@ -12,7 +12,7 @@ import Testing
 /// 1,000,000 on 8 MiB at full size (see ``TestSize``, and ``StackSafetyCalibrationTests`` for the
 /// proof that recursions crash there). Each test runs on a thread of its own (see
 /// ``onDeepStack(_:size:_:)``) and prints its time.
-@Suite struct StackSafetyTests {
+@Suite(.skippedUnderThreadSanitizer) struct StackSafetyTests {
     static let depth = TestSize.current.depth
 
     @Test func aChainOfAndThensOverFuturesFilledLaterFills() async {

@@ -66,9 +66,12 @@ public enum AttemptKind: String, CaseIterable, CustomTestStringConvertible, Send
     }
 
     /// Whether this kind is a recipe: made only of nodes that other kinds prove at every size.
+    ///
+    /// A fallback into another failure type is one: a step that keeps the result (the node of
+    /// `map`) and an `andThen`, twice per level.
     public var isRecipe: Bool {
         switch self {
-        case .filter, .reduce, .find, .traverse, .delayedResult: true
+        case .filter, .reduce, .find, .traverse, .delayedResult, .fallbackIntoOtherFailure: true
         default: false
         }
     }
