@@ -686,7 +686,7 @@ extension StressSuites {
 
         /// Key n's start joins key n-1: a chain of runs as deep as the test size, finished from its
         /// root, on the small stack.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsFinishes() async {
             let depth = TestSize.current.depth
             let (result, left, startsRan) = await onDeepStack("shared chain finish") {
@@ -703,7 +703,7 @@ extension StressSuites {
         }
 
         /// The same chain cancelled from its end: the cancellation climbs to the root's producer.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsCancelsFromTheEnd() async {
             let depth = TestSize.current.depth
             let (stops, left, rootResult) = await onDeepStack("shared chain cancel") {
@@ -721,7 +721,7 @@ extension StressSuites {
         }
 
         /// The chain cancelled from its end with a failure type without a cancellation error.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfPlainRunsCancelsFromTheEnd() async {
             let depth = TestSize.current.depth
             let (stops, left) = await onDeepStack("shared plain chain cancel") {
@@ -741,7 +741,7 @@ extension StressSuites {
 
         /// The same chain whose root writer is lost: the loss ends every run of the chain, without
         /// recursion, and every key is forgotten.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsWithALostRoot() async {
             let depth = TestSize.current.depth
             let left = await onDeepStack("shared chain, root lost") {
@@ -762,7 +762,7 @@ extension StressSuites {
 
         /// 100,000 callers on one key: one run, everyone delivered; then 100,000 callers cancelling
         /// one by one, the work stopped by the last.
-        @Test(.timeLimit(.minutes(2)))
+        @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func hundredThousandCallersOnOneKey() async {
             let (delivered, starts, stopsBeforeLast, stopsAfterLast, seconds) = await onDeepStack("shared fan") {
                 let shared = SharedAttempts<Int, Int, TestError>()

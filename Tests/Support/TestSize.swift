@@ -86,7 +86,7 @@ public struct TestSize: Sendable {
             threadRaceRounds = 10_000
             graphs = 2_000
             memoryCycles = 1_000_000
-            timedOutWaits = 1_000_000
+            timedOutWaits = 200_000
         }
     }
 
@@ -129,7 +129,7 @@ public struct TestSize: Sendable {
 }
 
 extension Trait where Self == ConditionTrait {
-    /// Skips a suite of single-threaded deep walks under ThreadSanitizer, which has no race to
+    /// Skips single-threaded deep walks under ThreadSanitizer, which has no race to
     /// find in them and would spend a fifth of its CI stage on them: the plain suite and CI's
     /// full-size stage prove their stack, and AddressSanitizer their memory.
     public static var skippedUnderThreadSanitizer: Self {
