@@ -65,12 +65,16 @@ public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sen
         case .joined(let run, _):
             return Future(storage: run)
         case .started(let run, _, let generation):
-            // The key is forgotten before the run is filled, so that a caller who has seen the
-            // value and asks again starts a new run instead of joining the finished one.
-            start(key).upon(ImmediateExecutor.shared) { [weak table] value in
+            var queue = DrainQueue()
+            // A link step, not a callback, so that a chain of runs (one key's work waiting for
+            // another's) fills in constant stack. It forgets the key before it fills the run, so
+            // that a caller who has seen the value and asks again starts a new run instead of
+            // joining the finished one.
+            start(key).addLink(run, in: &queue) { [weak table] node, value, queue in
                 table?.ended(key, generation: generation, keeping: value)
-                _ = run.fill(value)
+                _ = Storage<Value>.linked(node).resolve(value, in: &queue)
             }
+            queue.drain()
             return Future(storage: run)
         }
     }
