@@ -44,23 +44,6 @@ import Testing
         }
     }
 
-    /// Guarantee 4 for shared runs: key n's work is key n-1's run, as deep as the test size.
-    @Test func aChainOfRunsEachTheWorkOfTheNextFillsInConstantStack() async {
-        let depth = TestSize.current.depth
-        let (tail, left) = await onDeepStack("shared futures chain, filled") {
-            let shared = SharedFutures<Int, Int>()
-            let root = Deferred<Int>()
-            var tail = Future(root)
-            for key in 0..<depth {
-                let previous = tail
-                tail = shared.future(for: key) { _ in previous }
-            }
-            root.fill(with: 7)
-            return (tail.peek(), shared.count)
-        }
-        #expect(tail == 7 && left == 0)
-    }
-
     @Test func valuesAreKeptForTheirTimeAndCanBeForgotten() {
         let clock = VirtualTimeExecutor()
         let shared = SharedFutures<String, Int>(keepingValuesFor: .seconds(5), upon: clock)

@@ -17,6 +17,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
     case map, andThen, lazyMap, ignored, and, allFilled, firstFilled, delay, timeout
     case async, closure, userWritten, attempt
     case filter, reduce, find, traverse, producer, delayedValue
+    case shared
 
     /// The case name, as the test log shows it.
     public var testDescription: String { rawValue }
@@ -85,6 +86,10 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
             }
         case .delayedValue:
             return future.andThen(upon: .immediate) { Future(filledWith: $0, after: .zero, upon: executor.scheduling) }
+        case .shared:
+            // The only caller of a run shared by key, in a table of its own that is dropped at
+            // once: a run in flight outlives its table.
+            return SharedFutures<Int, Int>().future(for: 0) { _ in future }
         }
     }
 
@@ -110,7 +115,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         case .map, .andThen, .lazyMap, .and, .allFilled, .async, .closure, .userWritten, .attempt: depth
         case .filter, .reduce, .find, .traverse, .producer: depth
         case .ignored: depth > 0 ? 1 : 0
-        case .firstFilled, .delay, .timeout, .delayedValue: 0
+        case .firstFilled, .delay, .timeout, .delayedValue, .shared: 0
         }
     }
 
@@ -119,7 +124,7 @@ public enum FutureKind: String, CaseIterable, CustomTestStringConvertible, Senda
         switch self {
         case .map, .andThen, .ignored, .async, .closure, .userWritten, .attempt: depth
         case .filter, .find, .producer: depth
-        case .lazyMap, .and, .allFilled, .firstFilled, .delay, .timeout, .reduce, .traverse, .delayedValue: 0
+        case .lazyMap, .and, .allFilled, .firstFilled, .delay, .timeout, .reduce, .traverse, .delayedValue, .shared: 0
         }
     }
 }
