@@ -21,7 +21,8 @@
 /// Every method may be called from any thread; `start` runs outside the table's lock, as in
 /// ``SharedAttempts``. Joining a run in flight allocates nothing: every caller gets a future of
 /// the run itself. So a run whose work never fills (a lost `Deferred`) stays joined until
-/// ``forget(_:)`` drops it; ``PendingFutures`` finds such a writer.
+/// ``forget(_:)`` drops it; ``PendingFutures`` finds such a writer. Nor does a run whose `start`
+/// waits, directly or through other keys, for the run of its own key: it would wait for itself.
 public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     internal typealias Table = SharedTable<Key, Storage<Value>, Value>
