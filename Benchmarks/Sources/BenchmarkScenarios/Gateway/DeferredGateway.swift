@@ -1,4 +1,4 @@
-public import Deferred
+import Deferred
 public import Dispatch
 
 /// The gateway with Deferred: each backend call is a `DeferredAttempt` whose cancel handler
@@ -35,13 +35,7 @@ public enum DeferredGateway {
             .map(upon: .immediate, transform: combineReplies)
             .timeout(after: workload.timeout, upon: timers, failingWith: .timedOut)
             .upon(.immediate) { result in
-                switch result {
-                case .success(let reply):
-                    run.finish(request, reply: reply)
-                case .failure:
-                    run.giveUp(request)
-                    run.finish(request, reply: nil)
-                }
+                run.end(request, with: result)
                 if let next = run.nextRequest() {
                     start(next, run, backends, timers)
                 }

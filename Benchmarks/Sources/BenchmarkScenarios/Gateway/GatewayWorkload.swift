@@ -143,6 +143,18 @@ public final class GatewayRun: @unchecked Sendable {
         }
     }
 
+    /// Records how a request ended: with its combined replies, or given up when its time limit
+    /// passed (a failure).
+    public func end<Failure: Error>(_ request: Int, with result: Result<Int, Failure>) {
+        switch result {
+        case .success(let reply):
+            finish(request, reply: reply)
+        case .failure:
+            giveUp(request)
+            finish(request, reply: nil)
+        }
+    }
+
     /// Waits until every request has its answer.
     public func waitUntilFinished() {
         done.wait()

@@ -41,13 +41,7 @@ public enum NIOGateway {
         EventLoopFuture.whenAllSucceed(calls, on: loop).map(combineReplies).cascade(to: answer)
         answer.futureResult.whenComplete { result in
             limit.cancel()
-            switch result {
-            case .success(let reply):
-                run.finish(request, reply: reply)
-            case .failure:
-                run.giveUp(request)
-                run.finish(request, reply: nil)
-            }
+            run.end(request, with: result)
             if let next = run.nextRequest() {
                 start(next, run, backends, group, on: loop)
             }
