@@ -1,4 +1,5 @@
 import DeferredExecutors
+import Dispatch
 import TestSupport
 import Testing
 
@@ -14,6 +15,27 @@ import Testing
         clock.advance(by: .seconds(1))
         #expect(limited.peek() == .failure(.timedOut))
         #expect(work.isCancelled == true, "the producer is told to stop")
+    }
+
+    /// A caller told of a timeout finds the work stopped: the producer's cancel handler has run
+    /// before the timed-out attempt's callbacks, on virtual time and on a Dispatch queue (whose
+    /// limits wait in the shared timer heap), directly and through a `map`.
+    @Test(arguments: [false, true], [false, true])
+    func aTimeoutCancelsTheWorkBeforeItsCallbacksRun(onDispatch: Bool, throughMap: Bool) {
+        let clock = VirtualTimeExecutor()
+        let work = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        work.onCancel { stopped.increment() }
+        let source = throughMap ? work.attempt.map(upon: .immediate) { $0 + 1 } : work.attempt
+        let limited =
+            onDispatch
+            ? source.timeout(after: .milliseconds(1), upon: DispatchQueue(label: "limit"), failingWith: .timedOut)
+            : source.timeout(after: .seconds(5), upon: clock, failingWith: .timedOut)
+        let stoppedWhenTold = Deferred<Int>()
+        limited.upon(.immediate) { _ in stoppedWhenTold.fill(with: stopped.value) }
+        clock.advance(by: .seconds(5))
+        #expect(stoppedWhenTold.wait(until: .now() + 10) == 1)
+        #expect(limited.peek() == .failure(.timedOut))
     }
 
     @Test func retriesWaitTheBackoffBetweenAttempts() {

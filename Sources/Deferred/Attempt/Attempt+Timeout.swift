@@ -98,10 +98,18 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     }
 
     /// Decides this attempt with the failure, as the limit passes, unless it is decided.
+    ///
+    /// The attempt's callbacks run once the source it gave up on is cancelled (unless something
+    /// else needs it): a caller told of the timeout finds the work stopped, not still running
+    /// for a moment, which a service that starts its next request from the callback would pay.
     @inlinable
     internal func expire() {
         if let failure = pending.takeAndTag().object {
-            decide(.failure(unsafeDowncast(failure, to: SlotValue<Failure>.self).value))
+            let error = unsafeDowncast(failure, to: SlotValue<Failure>.self).value
+            var queue = DrainQueue()
+            queue.parkingCompletions { queue in
+                _ = decide(.failure(error), cancelled: false, in: &queue)
+            }
         }
     }
 

@@ -125,14 +125,13 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
             let caller = run.caller(holding: unit)
             var queue = DrainQueue()
             // A work that has finished already (or finishes as it is linked) decides the run
-            // here: its callers are parked until the drain, after the run has reported its end
-            // to the table, so that none sees the result while the key still leads to the run.
-            queue.isRunning = true
-            if run.mayStartStep(in: &queue) {
-                run.follow(start(key).node, in: &queue)
+            // here: its callers are parked until the run has reported its end to the table, so
+            // that none sees the result while the key still leads to the run.
+            queue.parkingCompletions { queue in
+                if run.mayStartStep(in: &queue) {
+                    run.follow(start(key).node, in: &queue)
+                }
             }
-            queue.isRunning = false
-            queue.drain()
             return Attempt(node: caller)
         }
     }

@@ -88,6 +88,22 @@ internal struct DrainQueue {
         }
     }
 
+    /// Runs `body` with the handlers of every storage it completes parked, then runs them.
+    ///
+    /// What `body` does after a completion (report a run's end, cancel the work a time limit
+    /// gave up on) is done before any of those handlers runs; within a running queue, they run
+    /// when it drains, as they would anyway.
+    @inlinable
+    internal mutating func parkingCompletions(_ body: (inout DrainQueue) -> Void) {
+        let wasRunning = isRunning
+        isRunning = true
+        body(&self)
+        isRunning = wasRunning
+        if !wasRunning {
+            drain()
+        }
+    }
+
     /// Runs every parked storage's handlers, and whatever those complete, before returning.
     @inlinable
     internal mutating func drain() {
