@@ -8,7 +8,9 @@ extension Attempt {
     /// let reply = api.search(query).timeout(after: .seconds(2), upon: DispatchQueue.global(), failingWith: .timedOut)
     /// ```
     ///
-    /// Unlike the plain future's timeout, which substitutes a value, this one stops the work.
+    /// Unlike the plain future's timeout, which substitutes a value, this one stops the work: when
+    /// the limit passes, this attempt is cancelled (unless something else needs it) before the
+    /// new attempt's callbacks run, so a callback that learns of the timeout finds it stopped.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early. On a Dispatch queue, an attempt that finishes or is
     /// cancelled before the limit also withdraws the limit, which then costs nothing more.
