@@ -227,6 +227,9 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard node.putBack(box) else {
             return  // Cancelled meanwhile: the cancellation decides the attempt.
         }
+        // The loop no longer waits on the failed attempt: let go of it now, so that what it waited
+        // on (the work a time limit gave up on) stops before the backoff, not as the next starts.
+        node.consumerHub().holdUpstream(nil).previous.release()
         // The timer holds the node, not the plan: a cancellation before it fires releases the
         // work's captures at once.
         plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: node.retries)) {

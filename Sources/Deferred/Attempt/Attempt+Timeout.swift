@@ -10,7 +10,9 @@ extension Attempt {
     ///
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work: when
     /// the limit passes, this attempt is cancelled (unless something else needs it) before the
-    /// new attempt's callbacks run, so a callback that learns of the timeout finds it stopped.
+    /// callbacks already added to the new attempt run, so one that learns of the timeout finds
+    /// the work stopped. An attempt derived from the new one (a `map`, a `delay`, a join that
+    /// still waits) holds the work until its own step has run.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early. On a Dispatch queue, an attempt that finishes or is
     /// cancelled before the limit also withdraws the limit, which then costs nothing more.
