@@ -258,12 +258,11 @@ extension StressSuites.TimeoutExpiryAttackTests {
     @Test(arguments: [0, 1])
     func aRetryOfATimedOutWorkStopsEachTryBeforeTheNextStarts(backoffSeconds: Int) {
         let clock = VirtualTimeExecutor()
-        let tries = NSLock()
-        nonisolated(unsafe) var works: [Work] = []
+        let works = NSLocked<[Work]>([])
         let stoppedBeforeStart = Counter()
         let result = Attempt<Int, TestError>.retry(attempts: 3, delay: .seconds(backoffSeconds), upon: clock) {
             let work = Work()
-            tries.withLock {
+            works.withLock { works in
                 if let previous = works.last, previous.stopped.value == 1 {
                     stoppedBeforeStart.increment()
                 }
@@ -273,17 +272,14 @@ extension StressSuites.TimeoutExpiryAttackTests {
         }
         for index in 0..<3 {
             clock.advance(by: .seconds(1))
-            tries.withLock {
-                // With no backoff, the next try has started already: check the one that timed out.
-                #expect(works[index].stopped.value == 1, "try \(index) is stopped as its limit passes")
-            }
+            // With no backoff, the next try has started already: check the one that timed out.
+            let stopped = works.withLock { $0[index].stopped.value }
+            #expect(stopped == 1, "try \(index) is stopped as its limit passes")
             clock.advance(by: .seconds(backoffSeconds))
         }
         #expect(result.peek() == .failure(.timedOut))
-        tries.withLock {
-            #expect(works.count == 3)
-            #expect(works.map(\.stopped.value) == [1, 1, 1])
-        }
+        let stopped = works.withLock { $0.map(\.stopped.value) }
+        #expect(stopped == [1, 1, 1])
         #expect(stoppedBeforeStart.value == 2)
     }
 
