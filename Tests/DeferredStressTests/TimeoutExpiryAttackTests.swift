@@ -553,18 +553,31 @@ extension StressSuites.TimeoutExpiryAttackTests {
             })
     }
 
-    @Test func aLimitPassingAgainstCancelOfTheTimedOutAttempt() {
+    /// Races `cancel()` of the attempt `cancelled` picks against the limit passing; `classify`
+    /// names each round's outcome after the checks every round shares.
+    func raceLimit(
+        againstCancelOf cancelled: @escaping @Sendable (Round) -> Attempt<Int, TestError>, _ name: String,
+        expected: Set<String>, classify: (Round) -> String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         RaceHarness.expectInterleavings(
-            "limit against cancel of the limited attempt",
-            expected: ["cancelled", "timed out"],
-            setup: Round.init,
+            name, expected: expected, setup: Round.init,
             left: { round in
-                round.limited.cancel()
-                round.expectVisible(round.limited)
+                let attempt = cancelled(round)
+                attempt.cancel()
+                round.expectVisible(attempt)
             },
             right: { round in round.passLimit() },
             classify: { round in
                 round.checkCommon()
+                return classify(round)
+            }, sourceLocation: sourceLocation)
+    }
+
+    @Test func aLimitPassingAgainstCancelOfTheTimedOutAttempt() {
+        raceLimit(
+            againstCancelOf: \.limited, "limit against cancel of the limited attempt",
+            expected: ["cancelled", "timed out"],
+            classify: { round in
                 #expect(round.queuedFailure.value == 0, "cancel() withdrew the queued failure callback")
                 #expect(round.work.stopped.value == 1)
                 #expect(round.limited.isCancelled)
@@ -582,17 +595,10 @@ extension StressSuites.TimeoutExpiryAttackTests {
     }
 
     @Test func aLimitPassingAgainstCancelOfTheSource() {
-        RaceHarness.expectInterleavings(
-            "limit against cancel of the source",
+        raceLimit(
+            againstCancelOf: { $0.work.attempt }, "limit against cancel of the source",
             expected: ["source cancelled", "timed out"],
-            setup: Round.init,
-            left: { round in
-                round.work.attempt.cancel()
-                round.expectVisible(round.work.attempt)
-            },
-            right: { round in round.passLimit() },
             classify: { round in
-                round.checkCommon()
                 #expect(round.work.stopped.value == 1)
                 #expect(round.work.attempt.peek() == .failure(.cancelled))
                 let limited = round.limited.peek()
@@ -612,17 +618,10 @@ extension StressSuites.TimeoutExpiryAttackTests {
     }
 
     @Test func aLimitPassingAgainstCancelOfADependent() {
-        RaceHarness.expectInterleavings(
-            "limit against cancel of a dependent",
+        raceLimit(
+            againstCancelOf: \.dependent, "limit against cancel of a dependent",
             expected: ["dependent cancelled", "timed out"],
-            setup: Round.init,
-            left: { round in
-                round.dependent.cancel()
-                round.expectVisible(round.dependent)
-            },
-            right: { round in round.passLimit() },
             classify: { round in
-                round.checkCommon()
                 #expect(round.dependent.isCancelled)
                 // The limited attempt's own callback pins it: the dependent giving up leaves it
                 // the work, so the limit passing stops it in either order.
