@@ -45,6 +45,12 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (Self.borrow(current), current & Self.tagBit != 0)
     }
 
+    /// Whether the slot holds no object at the moment of the load; safe whoever takes it.
+    @inlinable
+    internal var isEmpty: Bool {
+        bits.load(ordering: .relaxed) & Self.addressMask == 0
+    }
+
     /// Calls `body` with the object, if any, without retaining it.
     ///
     /// Only for an owner that keeps the object here for as long as `body` runs: one that never

@@ -155,8 +155,9 @@ extension Attempt {
     /// Unlike ``upon(_:execute:)``, which reports every result, a main-actor delivery is a
     /// callback that a cancellation withdraws, like ``uponSuccess(_:execute:)-(Executor,_)``: once
     /// ``cancel()`` has returned, a result that has not reached the main actor yet never does,
-    /// so screens never show a superseded answer. (Code written against `FutureProtocol` gets
-    /// the protocol's `uponMainActor`, which reports every result.)
+    /// so screens never show a superseded answer. This is the attempt's implementation of
+    /// ``FutureProtocol/uponMainActor(execute:)``, so code written against `FutureProtocol`
+    /// gets the same withdrawal.
     ///
     /// - Parameter body: Called once with the result on the main actor, or never.
     public func uponMainActor(execute body: @escaping @MainActor @Sendable (Result<Success, Failure>) -> Void) {

@@ -85,7 +85,7 @@ extension Attempt where Failure == Never {
     /// - Parameter failureType: The new failure type.
     /// - Returns: An attempt of the same value with the new failure type.
     public func setFailureType<NewFailure: Error>(to failureType: NewFailure.Type) -> Attempt<Success, NewFailure> {
-        mapError(upon: .immediate) { never -> NewFailure in }
+        mapError(upon: .immediate, cancellation: nil) { never -> NewFailure in }
     }
 }
 

@@ -58,11 +58,16 @@ extension Attempt {
     /// let profile = api.profile(id).mapError(upon: .immediate) { ProfileError(underlying: $0) }
     /// ```
     ///
-    /// A cancellation passes through without calling `transform`: the new attempt fails with
-    /// its own cancellation error (`.cancelled` for a ``CancellableError``, `CancellationError`
-    /// for `any Error`). For any other new failure type, the cancellation error is `transform`
-    /// applied to this attempt's cancellation error, which `mapError` computes once, on the
-    /// calling thread, when it is called.
+    /// `transform` runs once, on `executor`, when this attempt fails, and never otherwise: not on
+    /// a success, and not for a cancellation of the new attempt, which fails at once with its own
+    /// cancellation error (`.cancelled` for a ``CancellableError``, `CancellationError` for
+    /// `any Error`); a cancellation of this attempt passes through the same way.
+    ///
+    /// A failure type with neither has no error to fail with at the moment of a cancellation:
+    /// give one with ``mapError(upon:cancellingWith:transform:)``. Without it, cancelling the new
+    /// attempt withdraws its callbacks and stops the work above it, and the new attempt finishes
+    /// when this one does, with `transform` of its error (its cancellation error, if it was
+    /// cancelled), on `executor` like any failure.
     ///
     /// - Parameters:
     ///   - executor: Where `transform` runs. See ``Executor``.
@@ -73,13 +78,53 @@ extension Attempt {
         upon executor: some Executor,
         transform: @escaping @Sendable (Failure) -> NewFailure
     ) -> Attempt<Success, NewFailure> {
+        mapError(upon: executor, cancellation: nil, transform: transform)
+    }
+
+    /// Returns an attempt that fails with `transform` applied to this attempt's error, or
+    /// succeeds with this attempt's value, and with `cancellationError` when it is cancelled.
+    ///
+    /// Use it when the new failure type has no cancellation error of its own (it is neither a
+    /// ``CancellableError`` nor `any Error`):
+    ///
+    /// ```swift
+    /// enum ProfileError: Error { case unreachable, wrapped(APIError) }
+    /// let profile = api.profile(id).mapError(upon: .immediate, cancellingWith: .unreachable) {
+    ///     .wrapped($0)
+    /// }
+    /// ```
+    ///
+    /// `transform` runs once, on `executor`, when this attempt fails, and never otherwise. A
+    /// cancellation, of this attempt or of the new one, fails the new attempt at once with
+    /// `cancellationError`, and so do the attempts derived from it that keep its failure type.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `transform` runs. See ``Executor``.
+    ///   - cancellationError: The failure of the new attempt when it is cancelled.
+    ///   - transform: Makes the new error.
+    /// - Returns: An attempt with the new failure type.
+    @inlinable
+    public func mapError<NewFailure: Error>(
+        upon executor: some Executor,
+        cancellingWith cancellationError: NewFailure,
+        transform: @escaping @Sendable (Failure) -> NewFailure
+    ) -> Attempt<Success, NewFailure> {
+        mapError(upon: executor, cancellation: CancellationErrorSource(cancellationError), transform: transform)
+    }
+
+    /// Derives the attempt of a `mapError` with the given cancellation error source: `nil` for
+    /// the new failure type's own, if it has one.
+    @inlinable
+    internal func mapError<NewFailure: Error>(
+        upon executor: some Executor,
+        cancellation: CancellationErrorSource<NewFailure>?,
+        transform: @escaping @Sendable (Failure) -> NewFailure
+    ) -> Attempt<Success, NewFailure> {
         typealias Step = MapErrorStep<Success, Failure, NewFailure>
         // Converted here, where the types are concrete: generic inference in `derive` will not
         // widen a non-throwing closure to `throws(NewFailure)`.
         let body: Step.Body = transform
-        return derive(
-            Step.self, upon: executor, body: body,
-            cancellation: .translating(node.cancellation, with: transform))
+        return derive(Step.self, upon: executor, body: body, cancellation: cancellation)
     }
 
     /// Returns an attempt that succeeds with this attempt's value, or with the value
@@ -127,22 +172,6 @@ extension Attempt {
         return recover(upon: executor, substituting: body)
     }
 
-}
-
-extension CancellationErrorSource {
-    /// The cancellation error source of an attempt whose errors are `transform` applied to
-    /// those of an attempt with `source`: `nil` (the type's own) if `Failure` has one, else
-    /// `transform` of the source's cancellation error, if that has one, applied now.
-    @usableFromInline
-    internal static func translating<SourceFailure: Error>(
-        _ source: CancellationErrorSource<SourceFailure>?,
-        with transform: @escaping @Sendable (SourceFailure) -> Failure
-    ) -> CancellationErrorSource? {
-        guard !hasTypeDefault, source != nil || CancellationErrorSource<SourceFailure>.hasTypeDefault else {
-            return nil
-        }
-        return CancellationErrorSource(transform(source.cancellationError().unsafelyUnwrapped))
-    }
 }
 
 /// A transparent attempt whose result its step computes from its source's result, once: the

@@ -71,8 +71,10 @@ extension Attempt {
     ///   - delay: The wait before the first retry.
     ///   - executor: The executor that measures the waits and starts the retries.
     ///   - backoff: How the wait grows from one retry to the next; constant by default.
-    ///   - shouldRetry: Decides whether a failure is worth retrying; all are by default.
-    ///   - start: Starts one attempt of the work.
+    ///   - shouldRetry: Decides whether a failure is worth retrying; all are by default. It runs
+    ///     on `executor`, only after a failure that a retry could follow.
+    ///   - start: Starts one attempt of the work: the first time at once, on the calling thread,
+    ///     and each retry on `executor`.
     /// - Returns: An attempt of the first success or the last failure.
     public static func retry(
         attempts: Int,
@@ -173,8 +175,13 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     @exclusivity(unchecked)
     private var retries = 0
 
+    /// The plan's executor, where the loop decides on a retry; kept apart from the plan, which a
+    /// cancellation may take at any moment.
+    private let executor: any SchedulingExecutor
+
     init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
         planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
+        executor = plan.executor
         super.init(owningHubWith: cancellation)
     }
 
@@ -216,24 +223,49 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         let node = RetryAttemptNode.linked(node)
         let (passed, cancelled) = node.passedOn(
             result, sourceCancelled: AttemptNode<Success, Failure>.source(source).isCancelledFlag)
-        guard !cancelled, case .failure(let error) = passed, let box = node.takePlan(), box.value.shouldRetry(error)
-        else {
+        guard !cancelled, case .failure(let error) = passed, node.mayRetry else {
             node.dropPendingWork()  // No retry follows: the work's captures go now.
             node.decide(passed, cancelled: cancelled, in: &queue)
             return
         }
-        node.retries += 1
+        // `shouldRetry` is user code: it runs on the executor, like the retries it decides on.
+        // The body holds the node, not the plan, so that a cancellation meanwhile releases the
+        // work's captures at once.
+        node.executor.submit {
+            node.considerRetry(after: error)
+        }
+    }
+
+    /// Whether a retry may still follow: the plan is in its slot.
+    private var mayRetry: Bool {
+        !planSlot.isEmpty
+    }
+
+    /// Asks the plan whether `error` is worth a retry, and schedules it or decides the loop with
+    /// the error.
+    private func considerRetry(after error: Failure) {
+        var queue = DrainQueue()
+        defer { queue.drain() }
+        guard mayStartStep(in: &queue), let box = takePlan() else {
+            return  // Cancelled or unneeded meanwhile: that decided the attempt.
+        }
         let plan = box.value
-        guard node.putBack(box) else {
+        guard plan.shouldRetry(error) else {
+            dropPendingWork()  // No retry follows: the work's captures go now.
+            decide(.failure(error), cancelled: false, in: &queue)
+            return
+        }
+        retries += 1
+        guard putBack(box) else {
             return  // Cancelled meanwhile: the cancellation decides the attempt.
         }
         // The loop no longer waits on the failed attempt: let go of it now, so that what it waited
         // on (the work a time limit gave up on) stops before the backoff, not as the next starts.
-        node.consumerHub().holdUpstream(nil).previous.release()
+        consumerHub().holdUpstream(nil).previous.release()
         // The timer holds the node, not the plan: a cancellation before it fires releases the
         // work's captures at once.
-        plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: node.retries)) {
-            node.startRetry()
+        plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: retries)) { [self] in
+            startRetry()
         }
     }
 

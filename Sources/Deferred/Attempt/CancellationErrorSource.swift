@@ -2,8 +2,8 @@
 ///
 /// Most failure types say it themselves: a ``CancellableError`` has `.cancelled`, and `any Error`
 /// uses Swift's `CancellationError`. For any other type, the producer gives the error when it
-/// makes the ``DeferredAttempt``, and attempts derived from that one inherit it (`mapError`
-/// translates it once, when it is called). Attempts that keep the type's own error carry no
+/// makes the ``DeferredAttempt`` (or the caller to `mapError(upon:cancellingWith:transform:)`),
+/// and attempts derived from that one inherit it. Attempts that keep the type's own error carry no
 /// source at all.
 ///
 /// A source holds the error itself, never a closure or another source, so a chain of any length

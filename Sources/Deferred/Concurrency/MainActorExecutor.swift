@@ -42,6 +42,9 @@ extension FutureProtocol {
     /// name.uponMainActor { screen.title = $0 }
     /// ```
     ///
+    /// This is the default implementation of the requirement: it delivers every value. An
+    /// ``Attempt`` implements it itself, to withdraw the delivery when it is cancelled.
+    ///
     /// - Parameter body: Called exactly once with the value, on the main actor.
     public func uponMainActor(execute body: @escaping @MainActor @Sendable (Value) -> Void) {
         upon(MainActorExecutor.shared) { value in

@@ -315,7 +315,7 @@ private final class Scope: Sendable {
     let parent: Scope?
 
     /// The records, or `nil` once the scope is closed.
-    private let records = Locked<[ObjectIdentifier: Record]?>([:])
+    private let records = QueueLocked<[ObjectIdentifier: Record]?>([:], label: "Deferred.PendingFutures")
 
     init(parent: Scope?) {
         self.parent = parent
@@ -365,25 +365,8 @@ private struct Registry {
     }
 }
 
-/// A value guarded by a serial Dispatch queue: ThreadSanitizer understands it, and the lists here
-/// are touched only when someone asked for them.
-private final class Locked<Value>: @unchecked Sendable {
-    // `@unchecked Sendable` is sound: `value` is read and written only inside `queue.sync`,
-    // which runs one closure at a time.
-    private let queue = DispatchQueue(label: "Deferred.PendingFutures")
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func sync<Result>(_ body: (inout Value) -> Result) -> Result {
-        queue.sync { body(&value) }
-    }
-}
-
 /// The global list.
-private let registry = Locked(Registry())
+private let registry = QueueLocked(Registry(), label: "Deferred.PendingFutures")
 
 /// Whether ``PendingFutures/isTracking`` is on.
 private let globalTracking = Atomic<Bool>(false)

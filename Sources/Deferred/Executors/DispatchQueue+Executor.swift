@@ -70,6 +70,13 @@ extension DispatchQueue: SerialExecutorIdentity {
     }
 }
 
+extension DispatchQueue {
+    /// Whether the caller is a body of the main queue (the main actor's, on every platform).
+    internal static var isRunningMainQueue: Bool {
+        getSpecific(key: mainQueueKey) == true
+    }
+}
+
 /// A key that marks the main queue, so that code can ask whether it runs there without trapping.
 private let mainQueueKey: DispatchSpecificKey<Bool> = {
     let key = DispatchSpecificKey<Bool>()

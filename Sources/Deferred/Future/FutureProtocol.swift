@@ -47,6 +47,16 @@ public protocol FutureProtocol<Value>: Sendable, CustomDebugStringConvertible, C
     /// Returns the value if the future is filled, or `nil` at once if it is not.
     func peek() -> Value?
 
+    /// Calls `body`, isolated to the main actor, with the value once the future is filled.
+    ///
+    /// A requirement, so that generic code gets each future's own delivery: an ``Attempt``
+    /// withdraws it when it is cancelled before `body` starts, through `some FutureProtocol` and
+    /// `any FutureProtocol` too. Other futures take the default, which delivers every value.
+    ///
+    /// - Parameter body: Called once with the value on the main actor (exactly once, unless the
+    ///   future withdraws its deliveries, as a cancelled attempt does).
+    func uponMainActor(execute body: @escaping @MainActor @Sendable (Value) -> Void)
+
     /// Blocks the calling thread until the future is filled or `time` passes.
     ///
     /// A deadline in the past returns `nil` at once without blocking. Never wait on the

@@ -70,6 +70,7 @@ extension DeferredStorage {
         if time == .distantFuture {
             let waiter = BlockingWaiter<Value>()
             add(.link(waiter, BlockingWaiter<Value>.wake))
+            BlockingWaitInTask.willSleep(waitingFor: Value.self)
             let asleep = DispatchTime.now().uptimeNanoseconds
             _ = waiter.sleep(until: .distantFuture)
             recordSleep(since: asleep)
@@ -85,6 +86,7 @@ extension DeferredStorage {
         guard registry.add(waiter) else {
             return filledValue
         }
+        BlockingWaitInTask.willSleep(waitingFor: Value.self)
         let asleep = DispatchTime.now().uptimeNanoseconds
         if waiter.sleep(until: time) {
             recordSleep(since: asleep)
@@ -151,6 +153,7 @@ internal func blockingWait<Value>(
     }
     let filled = DispatchSemaphore(value: 0)
     notify { filled.signal() }
+    BlockingWaitInTask.willSleep(waitingFor: Value.self)
     _ = filled.wait(timeout: time)
     return peek()
 }
@@ -158,6 +161,9 @@ internal func blockingWait<Value>(
 /// Sleeps until `time`: the wait on a future that is never filled.
 @usableFromInline
 internal func sleepWithoutValue<Value>(until time: DispatchTime) -> Value? {
+    if time > DispatchTime.now() {
+        BlockingWaitInTask.willSleep(waitingFor: Value.self)
+    }
     _ = DispatchSemaphore(value: 0).wait(timeout: time)
     return nil
 }

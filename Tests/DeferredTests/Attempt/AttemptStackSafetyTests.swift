@@ -100,7 +100,7 @@ import Testing
             producer.onCancel { stopped.increment() }
             var tail = producer.attempt
             for _ in 0..<Self.depth {
-                tail = tail.mapError(upon: .immediate) { error in
+                tail = tail.mapError(upon: .immediate, cancellingWith: Numbered(code: -1)) { error in
                     translations.increment()
                     return Numbered(code: error.code + 1)
                 }
@@ -108,9 +108,27 @@ import Testing
             tail.cancel()
             return (tail.peek(), stopped.value)
         }
-        #expect(tail == .failure(Numbered(code: Self.depth)), "each stage translated the cancellation error")
-        #expect(translations.value == Self.depth, "once per stage, when it was made")
+        #expect(tail == .failure(Numbered(code: -1)), "the tail failed with the cancellation error it was given")
+        #expect(translations.value == 0, "a cancellation is not a failure to translate")
         #expect(stopped == 1)
+    }
+
+    @Test func aDeepChainOfTranslatedPlainErrorsTranslatesAFailureOncePerStage() async {
+        let translations = Counter()
+        let tail = await onDeepStack("attempt mapError chain of plain errors, failed") {
+            let producer = DeferredAttempt<Int, Numbered>(cancellationError: Numbered(code: 0))
+            var tail = producer.attempt
+            for _ in 0..<Self.depth {
+                tail = tail.mapError(upon: .immediate, cancellingWith: Numbered(code: -1)) { error in
+                    translations.increment()
+                    return Numbered(code: error.code + 1)
+                }
+            }
+            producer.fail(with: Numbered(code: 0))
+            return tail.peek()
+        }
+        #expect(tail == .failure(Numbered(code: Self.depth)))
+        #expect(translations.value == Self.depth, "once per stage, when the failure reached it")
     }
 
     /// A deep `map` chain with a handler on every stage, whose end alone is cancelled: every stage
