@@ -139,10 +139,15 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     ///
     /// It returns only once nothing is scheduled, so it never returns while bodies keep
     /// scheduling others (a repeating timer, say); use ``advance(by:)`` for those.
-    public func runUntilIdle() {
+    ///
+    /// - Returns: How many bodies ran, like ``ManualExecutor/runUntilIdle()``.
+    @discardableResult
+    public func runUntilIdle() -> Int {
+        var count = 0
         while let next = timeline.withLock({ $0.bodies.firstDeadline }) {
-            moveClock { now in max(now, next) }
+            count += moveClock { now in max(now, next) }
         }
+        return count
     }
 
     /// Sleeps until the clock reaches `deadline`: until a test advances it that far; returns at
@@ -181,21 +186,24 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     }
 
     /// Moves the clock to `target(now)`, running the bodies due by then.
-    private func moveClock(to target: (Int) -> Int) {
+    @discardableResult
+    private func moveClock(to target: (Int) -> Int) -> Int {
         if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
             fatalError("VirtualTimeExecutor was advanced while it was already advancing")
         }
         defer { isAdvancing.store(false, ordering: .releasing) }
         let end = timeline.withLock { target($0.now) }
+        var count = 0
         while true {
             // Assigned rather than returned: a closure returned through the lock's generic
             // result would be wrapped in a thunk, one allocation a body.
             var next: (@Sendable () -> Void)?
             timeline.withLock { next = $0.takeFirst(dueBy: end) }
             guard let body = next else {
-                break
+                return count
             }
             body()
+            count += 1
         }
     }
 }

@@ -14,8 +14,8 @@ public import Testing
 /// }
 /// ```
 ///
-/// A writer left unfilled is reported as an issue of the test, naming its type and where it was
-/// made (see `PendingFutures`), even if every copy of it was dropped. On a suite, it applies to
+/// A writer left unfilled is reported as an issue of the test, at the test's `@Test` line, naming
+/// the writer's type and where it was made (see `PendingFutures`), even if every copy of it was dropped. On a suite, it applies to
 /// each of the suite's tests. Futures made on other threads or queues are not watched.
 public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
     /// Creates the trait; `.leavesNoPendingFutures` reads better.
@@ -34,8 +34,10 @@ public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
             return
         }
         let (_, pending) = try await PendingFutures.madeDuring { try await function() }
+        // At the test's own location, which a report can point to; the message names where the
+        // writer was made.
         for future in pending {
-            Issue.record("the test left a future pending: \(future)")
+            Issue.record("the test left a future pending: \(future)", sourceLocation: test.sourceLocation)
         }
     }
 }

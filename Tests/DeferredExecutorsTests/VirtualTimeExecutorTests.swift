@@ -220,7 +220,7 @@ import Testing
             clock.submit(after: .seconds(20)) { times.record(30) }
         }
         clock.submit(after: .seconds(1)) { times.record(1) }
-        clock.runUntilIdle()
+        #expect(clock.runUntilIdle() == 3, "it counts the bodies it ran, as ManualExecutor's does")
         #expect(times.order == [1, 10, 30])
         #expect(clock.elapsed == .seconds(30), "the clock stops at the last body's due time")
         #expect(!clock.hasPendingWork)

@@ -49,6 +49,28 @@ extension Attempt {
     }
 }
 
+extension Attempt where Failure == any Error {
+    /// Returns an attempt that finishes like this one if it finishes within `limit`, and
+    /// otherwise fails with a ``TimeoutError`` naming the limit, cancelling this attempt unless
+    /// something else needs it.
+    ///
+    /// ```swift
+    /// let reply = api.search(query).timeout(after: .seconds(2), upon: DispatchQueue.global())
+    /// ```
+    ///
+    /// The same limit as ``timeout(after:upon:failingWith:)``, for attempts of `any Error`, which
+    /// need no error of their own to say that time ran out.
+    ///
+    /// - Parameters:
+    ///   - limit: How long to wait.
+    ///   - executor: The executor that measures the limit.
+    /// - Returns: An attempt of this attempt's result, or of a ``TimeoutError``.
+    @inlinable
+    public func timeout(after limit: Duration, upon executor: some SchedulingExecutor) -> Attempt<Success, any Error> {
+        timeout(after: limit, upon: executor, failingWith: TimeoutError(limit: limit))
+    }
+}
+
 /// The node of an attempt's `timeout`: finishes with its source's result, or with its failure
 /// when the limit passes first.
 ///

@@ -1,4 +1,5 @@
 import Deferred
+import DeferredExecutors
 import Dispatch
 import TestSupport
 import Testing
@@ -212,5 +213,35 @@ import Testing
         #expect(capped.delay(after: base, forRetry: 5) == .seconds(1))
         let custom = RetryBackoff { base, retry in base * retry }
         #expect(custom.delay(after: base, forRetry: 3) == .milliseconds(300))
+    }
+}
+
+/// An attempt of `any Error` needs no error of its own for a time limit.
+@Suite struct AttemptDefaultTimeoutTests {
+    @Test func aTimeoutWithoutAnErrorFailsWithATimeoutErrorNamingTheLimit() {
+        let clock = VirtualTimeExecutor()
+        let stopped = Counter()
+        let writer = DeferredAttempt<Int, any Error>()
+        writer.onCancel { stopped.increment() }
+        let limited = writer.attempt.timeout(after: .milliseconds(1_500), upon: clock)
+        clock.advance(by: .seconds(1))
+        #expect(limited.peek() == nil)
+        clock.advance(by: .seconds(1))
+        guard case .failure(let error as TimeoutError) = limited.peek() else {
+            Issue.record("expected a TimeoutError, got \(String(describing: limited.peek()))")
+            return
+        }
+        #expect(error == TimeoutError(limit: .milliseconds(1_500)))
+        #expect("\(error)" == "timed out after 1.5 seconds")
+        #expect(stopped.value == 1, "the work was told to stop")
+    }
+
+    @Test func aTimeoutWithoutAnErrorPassesAResultInTimeOn() throws {
+        let clock = VirtualTimeExecutor()
+        let writer = DeferredAttempt<Int, any Error>()
+        let limited = writer.attempt.timeout(after: .seconds(1), upon: clock)
+        writer.succeed(with: 3)
+        clock.runUntilIdle()
+        #expect(try limited.peek()?.get() == 3)
     }
 }

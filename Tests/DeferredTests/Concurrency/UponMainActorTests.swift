@@ -39,7 +39,7 @@ import Testing
     /// runs them in the order they were submitted.
     static func flushMainActor() async {
         await withCheckedContinuation { continuation in
-            Future(value: ()).uponMainActor { continuation.resume() }
+            Future(filledWith: ()).uponMainActor { continuation.resume() }
         }
     }
 
