@@ -5,7 +5,7 @@ func runPipelineScenario() {
     let clock = Clock()
     let upload = Deferred<[UInt8]>()
 
-    // `map` runs once, eagerly, where you say; `every` is a lazy view recomputed per read.
+    // `map` runs once, eagerly, where you say; `lazy.map` is a view recomputed on every read.
     let size = upload.map(upon: .global()) { $0.count }
     let checksum = upload.map(upon: .global()) { bytes in bytes.reduce(0) { ($0 &* 31) &+ Int($1) } }
     let label = size.lazy.map { "\($0) bytes" }
@@ -31,6 +31,6 @@ func runPipelineScenario() {
     root.fill(with: 0)
     clock.log("100,000 chained maps gave \(tail.peek() ?? -1)")
 
-    _ = receipt.wait(until: .now() + 5)
+    _ = receipt.wait(for: .seconds(5))
     clock.log("done: \(receipt)")
 }

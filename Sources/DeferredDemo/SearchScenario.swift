@@ -65,7 +65,7 @@ func runSearchScenario() {
         current = query
         Thread.sleep(forTimeInterval: 0.015)  // the user types the next letter
     }
-    let results = shown.wait(until: .now() + 2) ?? []
+    let results = shown.wait(for: .seconds(2)) ?? []
     _ = ui.shutdown().wait(until: .distantFuture)
     clock.log("done: the screen shows \(results.count) result(s), from the last query only")
 }

@@ -40,7 +40,7 @@ func runSumScenario() {
     }
 
     // A command-line program may block; an app would use upon or await instead.
-    let both = total.and(folded).wait(until: .now() + .seconds(5))
+    let both = total.and(folded).wait(for: .seconds(5))
     screen.sync {}  // let the screen print what it was given
     clock.log("fold agrees: \(both.map { $0.0 == $0.1 } ?? false), total \(euros(both?.1 ?? 0))")
 }

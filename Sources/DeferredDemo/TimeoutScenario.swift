@@ -30,7 +30,7 @@ func runTimeoutScenario() {
     }
 
     // A command-line program may block; an app would use upon or await instead.
-    _ = shown.wait(until: .now() + .seconds(5))
+    _ = shown.wait(for: .seconds(5))
     screen.sync {}
     clock.log("done; bob's late reply is dropped when it arrives")
 }

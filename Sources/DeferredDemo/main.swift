@@ -13,7 +13,7 @@ let scenarios: [Scenario] = [
     ),
     Scenario(
         name: "pipeline",
-        summary: "map, andThen and every turn one future into others, on chosen executors",
+        summary: "map, andThen and lazy.map turn one future into others, on chosen executors",
         run: runPipelineScenario
     ),
     Scenario(

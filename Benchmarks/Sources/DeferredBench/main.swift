@@ -22,11 +22,15 @@ let usage = """
       --check-docs   run nothing; fail if a ratio in README.md or Docs/Performance.md differs by
                   more than 10 % from the table of the run that generated them
 
+    deferred-bench gateway [...] runs the service gateway instead, each implementation in a
+    process of its own; deferred-bench gateway --help lists its options.
     deferred-bench --probe ID IMPLEMENTATION N runs one scenario alone for callgrind-counts.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.contains("--help") || arguments.contains("-h") {
+let wantsHelp = arguments.contains("--help") || arguments.contains("-h")
+// `gateway --help` is the gateway's own help, below; any other `--help` is this one.
+if wantsHelp && arguments.first != "gateway" {
     print(usage)
     exit(0)
 }
@@ -34,7 +38,7 @@ if let index = arguments.firstIndex(of: "--gateway-child") {
     exit(gatewayChildMain(arguments[(index + 1)...]) ? 0 : 2)
 }
 if arguments.first == "gateway" {
-    if arguments.contains("--help") {
+    if wantsHelp {
         print(gatewayUsage)
         exit(0)
     }

@@ -45,8 +45,12 @@ public import Dispatch
 /// return writer.attempt  // if the closure were dropped unrun, the attempt would fail at once
 /// ```
 ///
-/// To keep writers in a collection, keep each in an object (a `final class` with a
-/// `DeferredAttempt` property): releasing the object releases the writer.
+/// To keep writers in a collection, or in a property set after `init`, keep each in a
+/// ``DeferredAttemptBox``, which hands the writer out once; releasing the box with the writer
+/// still in it releases the writer.
+///
+/// Generic code over any promise admits a writer with `& ~Copyable` and borrows it:
+/// `func answer<P: PromiseProtocol & ~Copyable>(_ promise: borrowing P, with value: P.Value)`.
 public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, PromiseProtocol {
     /// An attempt's value: its success or its failure.
     public typealias Value = Result<Success, Failure>
