@@ -21,6 +21,15 @@ import Testing
         case failure
         /// Runs whatever the result (the start of a retry).
         case any
+
+        /// The role's bit in ``Runs``.
+        var bit: Int {
+            switch self {
+            case .value: 1
+            case .failure: 2
+            case .any: 4
+            }
+        }
     }
 
     /// A serial queue that its bodies can recognise.
@@ -50,26 +59,14 @@ import Testing
         private let offQueue = Atomic<Int>(0)
 
         func record(_ role: Role, onQueue: Bool) {
-            let bit =
-                switch role {
-                case .value: 1
-                case .failure: 2
-                case .any: 4
-                }
-            roles.bitwiseOr(bit, ordering: .relaxed)
+            roles.bitwiseOr(role.bit, ordering: .relaxed)
             if !onQueue {
                 offQueue.add(1, ordering: .relaxed)
             }
         }
 
         func ran(_ role: Role) -> Bool {
-            let bit =
-                switch role {
-                case .value: 1
-                case .failure: 2
-                case .any: 4
-                }
-            return roles.load(ordering: .relaxed) & bit != 0
+            roles.load(ordering: .relaxed) & role.bit != 0
         }
 
         var anyRan: Bool { roles.load(ordering: .relaxed) != 0 }
