@@ -65,9 +65,10 @@ extension Attempt {
     ///
     /// A failure type with neither has no error to fail with at the moment of a cancellation:
     /// give one with ``mapError(upon:cancellingWith:transform:)``. Without it, cancelling the new
-    /// attempt withdraws its callbacks and stops the work above it, and the new attempt finishes
-    /// when this one does, with `transform` of its error (its cancellation error, if it was
-    /// cancelled), on `executor` like any failure.
+    /// attempt withdraws its callbacks and stops the work above it, and the new attempt then
+    /// fails, as cancelled, with `transform` of this attempt's cancellation error, on `executor`
+    /// like any failure (if this attempt cannot fail by cancellation either, it finishes when its
+    /// producer does).
     ///
     /// - Parameters:
     ///   - executor: Where `transform` runs. See ``Executor``.
@@ -124,7 +125,11 @@ extension Attempt {
         // Converted here, where the types are concrete: generic inference in `derive` will not
         // widen a non-throwing closure to `throws(NewFailure)`.
         let body: Step.Body = transform
-        return derive(Step.self, upon: executor, body: body, cancellation: cancellation)
+        let mapped = derive(Step.self, upon: executor, body: body, cancellation: cancellation)
+        if cancellation == nil && !CancellationErrorSource<NewFailure>.hasTypeDefault {
+            mapped.node.settleSourceOnceUnneeded(node)
+        }
+        return mapped
     }
 
     /// Returns an attempt that succeeds with this attempt's value, or with the value
@@ -174,6 +179,25 @@ extension Attempt {
 
 }
 
+extension AttemptNode {
+    /// Has `source` decide as soon as nothing needs this attempt any more, for an attempt that
+    /// cannot fail by cancellation (a `mapError` into a plain failure type): it finishes with its
+    /// step's translation of the source's cancellation, so the source must not wait to be read.
+    ///
+    /// The handler holds the source weakly: a hub must not keep the attempts above it alive.
+    @usableFromInline
+    internal final func settleSourceOnceUnneeded<SourceSuccess, SourceFailure>(
+        _ source: AttemptNode<SourceSuccess, SourceFailure>
+    ) {
+        guard !isDecided, source.cancellationError != nil else {
+            return  // Decided already, or a source that cannot fail by cancellation either.
+        }
+        consumerHub().onCancel { [weak source] in
+            source?.settleIfUnneeded()
+        }
+    }
+}
+
 /// A transparent attempt whose result its step computes from its source's result, once: the
 /// node behind `map`, `mapError` and `recover`.
 ///
@@ -217,49 +241,67 @@ where Step.Output == Step.Success {
         _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.InputFailure>,
         _ queue: inout DrainQueue
     ) {
-        StepAttemptNode.linked(node).receive(
-            input, sourceCancelled: AttemptNode<Step.Input, Step.InputFailure>.source(source).isCancelledFlag,
-            in: &queue)
-    }
-
-    @inlinable
-    internal func receive(
-        _ input: Result<Step.Input, Step.InputFailure>, sourceCancelled: Bool, in queue: inout DrainQueue
-    ) {
-        if sourceCancelled {
-            receiveFromCancelledSource(input, in: &queue)
-        } else if !Step.runs(for: input) {
-            body = nil  // The step does not run for this input, which passes on as it is.
-            decide(Step.passedOn(input), cancelled: false, in: &queue)
-        } else if let executor = place.executor {
-            executor.submit { [self] in
-                var queue = DrainQueue()
-                start(input, in: &queue)
-                queue.drain()
-            }
+        let source = AttemptNode<Step.Input, Step.InputFailure>.source(source)
+        if source.isCancelledFlag {
+            StepAttemptNode.linked(node).receiveFromCancelledSource(input, of: source, in: &queue)
         } else {
-            start(input, in: &queue)
+            StepAttemptNode.linked(node).receive(input, in: &queue)
         }
     }
 
-    /// Decides this attempt as cancelled, since its source was; or, if its failure type has
-    /// no cancellation error, takes `input` as usual.
+    /// Takes the result of a source that was not cancelled: passes it on or runs the step.
+    @inlinable
+    internal func receive(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
+        if !Step.runs(for: input) {
+            body = nil  // The step does not run for this input, which passes on as it is.
+            decide(Step.passedOn(input), cancelled: false, in: &queue)
+        } else {
+            run(on: input, cancelled: false, in: &queue)
+        }
+    }
+
+    /// Runs the step on `input`, where ``place`` says, and decides this attempt with its result,
+    /// as cancelled if `cancelled`.
+    @inlinable
+    internal func run(on input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
+        if let executor = place.executor {
+            executor.submit { [self] in
+                var queue = DrainQueue()
+                start(input, cancelled: cancelled, in: &queue)
+                queue.drain()
+            }
+        } else {
+            start(input, cancelled: cancelled, in: &queue)
+        }
+    }
+
+    /// Decides this attempt as cancelled, since its source was.
+    ///
+    /// A failure type without a cancellation error (a `mapError` into a plain type) has no error
+    /// to decide with at once: the step makes one from the source's failure (its cancellation
+    /// error, also for a source cancelled after it succeeded), where it runs, and the result
+    /// still counts as a cancellation. Without any error to go on, the input passes through the
+    /// step as usual.
     @usableFromInline
-    internal func receiveFromCancelledSource(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue)
-    {
+    internal func receiveFromCancelledSource(
+        _ input: Result<Step.Input, Step.InputFailure>, of source: AttemptNode<Step.Input, Step.InputFailure>,
+        in queue: inout DrainQueue
+    ) {
         if let failure = Step.cancellation(of: input, ownError: cancellationError) {
             body = nil
             decide(.failure(failure), cancelled: true, in: &queue)
+        } else if let error = input.failure ?? source.cancellationError, Step.runs(for: .failure(error)) {
+            run(on: .failure(error), cancelled: true, in: &queue)
         } else {
-            receive(input, sourceCancelled: false, in: &queue)
+            receive(input, in: &queue)
         }
     }
 
     /// Runs the step unless this attempt was decided or is no longer needed.
     @inlinable
-    internal func start(_ input: Result<Step.Input, Step.InputFailure>, in queue: inout DrainQueue) {
+    internal func start(_ input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
         if mayStartStep(in: &queue), let body = body.take() {
-            decide(Step.run(body, on: input), cancelled: false, in: &queue)
+            decide(Step.run(body, on: input), cancelled: cancelled, in: &queue)
         } else {
             body = nil  // Decided or unneeded: release the closure now.
         }

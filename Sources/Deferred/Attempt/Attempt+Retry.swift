@@ -63,7 +63,8 @@ extension Attempt {
     /// The result is the first success, or the last failure. Cancelling it cancels the attempt
     /// in flight and stops further retries: a retry that has not started when `cancel()`
     /// returns never starts. A cancellation of the attempt in flight is not retried; it passes
-    /// through.
+    /// through. For a failure type without a cancellation error, a cancelled retry fails, as
+    /// cancelled, with the last try's failure (or, during a try, when that try finishes).
     ///
     /// - Parameters:
     ///   - attempts: How many times, at most, to start the work, the first time included; at
@@ -99,7 +100,7 @@ extension Attempt {
         // Nothing needing the loop any more cancels it now, not when its backoff ends, so that the
         // work's captures go at once. Weak: the hub must not keep its own attempt alive.
         retrying.consumerHub().onCancel { [weak retrying] in
-            retrying?.settleIfUnneeded()
+            retrying?.giveUp()
         }
         retrying.begin(first.node)
         return Attempt(node: retrying)
@@ -169,8 +170,16 @@ internal struct RetryPlan<Success: Sendable, Failure: Error>: Sendable {
 internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
-    /// The plan while a retry may still start; tagged once the loop is cancelled.
+    /// The plan while a retry may still start; tagged once the loop is cancelled or given up.
     private let planSlot: AtomicReference<SlotValue<RetryPlan<Success, Failure>>>
+
+    /// The failure of the last try, while the loop may still need it.
+    ///
+    /// It waits here while the loop decides on a retry (the hop to the executor) and, for a
+    /// failure type without a cancellation error, while it waits out the backoff: the loop
+    /// finishes with it if it is given up meanwhile. Tagged once the loop is cancelled, so that a
+    /// cancelled loop keeps nothing of its tries.
+    private let failureSlot: AtomicReference<SlotValue<Failure>>
 
     @exclusivity(unchecked)
     private var retries = 0
@@ -181,6 +190,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
 
     init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
         planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
+        failureSlot = AtomicReference()
         executor = plan.executor
         super.init(owningHubWith: cancellation)
     }
@@ -188,14 +198,15 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     /// Follows `attempt`, the first attempt of the work, in a drain of its own.
     func begin(_ attempt: AttemptNode<Success, Failure>) {
         var queue = DrainQueue()
-        begin(attempt, in: &queue)
+        begin(attempt, endingWith: nil, in: &queue)
         queue.drain()
     }
 
-    /// Follows `attempt`, one attempt of the work.
-    func begin(_ attempt: AttemptNode<Success, Failure>, in queue: inout DrainQueue) {
+    /// Follows `attempt`, one attempt of the work; if the loop was given up meanwhile, ends it
+    /// instead, with `failure` (the last try's) for a type without a cancellation error.
+    func begin(_ attempt: AttemptNode<Success, Failure>, endingWith failure: Failure?, in queue: inout DrainQueue) {
         guard hold(attempt) else {
-            _ = decideCancelled(in: &queue)
+            endGivenUp(with: failure, in: &queue)
             return
         }
         attempt.link(self, in: &queue, RetryAttemptNode.receive)
@@ -214,6 +225,31 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     @usableFromInline
     override internal func dropPendingWork() {
         _ = planSlot.takeAndTag()
+        _ = failureSlot.takeAndTag()
+    }
+
+    /// Stops the loop once nothing needs it: decides it as cancelled, or, for a failure type
+    /// without a cancellation error, drops the plan at once and finishes with the last try's
+    /// failure if the loop holds one (else the try in flight finishes it).
+    fileprivate func giveUp() {
+        settleIfUnneeded()
+        guard !isDecided else {
+            return
+        }
+        _ = planSlot.takeAndTag()  // No retry follows: the work's captures go now.
+        var queue = DrainQueue()
+        defer { queue.drain() }
+        if let failure = failureSlot.exchangeUnlessTagged(nil).previous?.value {
+            decide(.failure(failure), cancelled: true, in: &queue)
+        }
+    }
+
+    /// Ends a loop that was given up: as cancelled, with its cancellation error if its type has
+    /// one, else with `failure`, the last try's, if there is one.
+    private func endGivenUp(with failure: Failure?, in queue: inout DrainQueue) {
+        if !decideCancelled(in: &queue), let failure {
+            decide(.failure(failure), cancelled: true, in: &queue)
+        }
     }
 
     /// The link step that the handler of the attempt in flight runs.
@@ -228,11 +264,14 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             node.decide(passed, cancelled: cancelled, in: &queue)
             return
         }
+        guard node.failureSlot.exchangeUnlessTagged(SlotValue(error)).exchanged else {
+            return  // Cancelled meanwhile: the cancellation decided the attempt.
+        }
         // `shouldRetry` is user code: it runs on the executor, like the retries it decides on.
-        // The body holds the node, not the plan, so that a cancellation meanwhile releases the
-        // work's captures at once.
+        // The body holds the node only, so that a cancellation meanwhile releases the work's
+        // captures and the failure at once.
         node.executor.submit {
-            node.considerRetry(after: error)
+            node.considerRetry()
         }
     }
 
@@ -241,23 +280,37 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         !planSlot.isEmpty
     }
 
-    /// Asks the plan whether `error` is worth a retry, and schedules it or decides the loop with
-    /// the error.
-    private func considerRetry(after error: Failure) {
+    /// Whether the loop may go on: it is pending and something needs it.
+    private func mayGoOn(in queue: inout DrainQueue) -> Bool {
+        mayStartStep(in: &queue) && !isUnneeded
+    }
+
+    /// Asks the plan whether the last try's failure is worth a retry, and schedules it or
+    /// decides the loop with the failure.
+    private func considerRetry() {
         var queue = DrainQueue()
         defer { queue.drain() }
-        guard mayStartStep(in: &queue), let box = takePlan() else {
-            return  // Cancelled or unneeded meanwhile: that decided the attempt.
+        guard let failure = failureSlot.exchangeUnlessTagged(nil).previous?.value else {
+            return  // Cancelled or given up meanwhile, which decided the attempt.
+        }
+        guard mayGoOn(in: &queue), let box = takePlan() else {
+            endGivenUp(with: failure, in: &queue)
+            return
         }
         let plan = box.value
-        guard plan.shouldRetry(error) else {
+        guard plan.shouldRetry(failure) else {
             dropPendingWork()  // No retry follows: the work's captures go now.
-            decide(.failure(error), cancelled: false, in: &queue)
+            decide(.failure(failure), cancelled: false, in: &queue)
             return
         }
         retries += 1
+        if cancellationError == nil {
+            // Kept through the backoff: a loop given up then has nothing else to finish with.
+            _ = failureSlot.exchangeUnlessTagged(SlotValue(failure))
+        }
         guard putBack(box) else {
-            return  // Cancelled meanwhile: the cancellation decides the attempt.
+            endGivenUp(with: failure, in: &queue)  // Given up meanwhile.
+            return
         }
         // The loop no longer waits on the failed attempt: let go of it now, so that what it waited
         // on (the work a time limit gave up on) stops before the backoff, not as the next starts.
@@ -273,10 +326,10 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     private func startRetry() {
         var queue = DrainQueue()
         defer { queue.drain() }
-        guard let box = takePlan() else {
-            return
-        }
-        guard mayStartStep(in: &queue) else {
+        // Kept only for a type without a cancellation error.
+        let failure = failureSlot.exchangeUnlessTagged(nil).previous?.value
+        guard mayGoOn(in: &queue), let box = takePlan() else {
+            endGivenUp(with: failure, in: &queue)
             return
         }
         let attempt = box.value.start()
@@ -285,6 +338,6 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             // cancels it unless something else needs it.
             _ = putBack(box)
         }
-        begin(attempt.node, in: &queue)
+        begin(attempt.node, endingWith: failure, in: &queue)
     }
 }

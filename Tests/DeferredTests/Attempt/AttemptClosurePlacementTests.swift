@@ -278,10 +278,13 @@ import Testing
             if marked.isCurrent { onQueue.increment() }
             return Plain(code: error == .cancelled ? 0 : 1)
         }
+        let stopped = Counter()
+        writer.onCancel { stopped.increment() }
         mapped.cancel()
-        #expect(writer.attempt.isCancelled, "the work above was told to stop")
+        #expect(stopped.value == 1, "the work above was told to stop")
         #expect(mapped.wait(for: .seconds(10)) == .failure(Plain(code: 0)))
         #expect(onQueue.value == 1, "the cancelled source's error went through the transform, on its queue")
+        #expect(mapped.isCancelled, "and the result reads as the cancellation it is")
     }
 
     @Test func aMapErrorCancellingWithFailsAtOnceWithTheGivenError() {
