@@ -189,8 +189,8 @@ extension AttemptNode {
     internal final func settleSourceOnceUnneeded<SourceSuccess, SourceFailure>(
         _ source: AttemptNode<SourceSuccess, SourceFailure>
     ) {
-        guard !isDecided, source.cancellationError != nil else {
-            return  // Decided already, or a source that cannot fail by cancellation either.
+        guard !isDecided, !source.isDecided, source.cancellationError != nil else {
+            return  // Either decided already, or a source that cannot fail by cancellation either.
         }
         consumerHub().onCancel { [weak source] in
             source?.settleIfUnneeded()
