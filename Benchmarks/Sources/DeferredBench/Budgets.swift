@@ -82,16 +82,20 @@ func budgets(_ results: [ScenarioResults], counted: Bool) -> [Budget] {
             name: "S15 shared run: allocations per caller that joins", limit: 2.1,
             measure: scenario("S15", \.allocationsPerOperation)),
         // Three writers, their hubs and cancel handlers, the join with its hub, slots, links and
-        // units, the map, the limit with its timer, the callback, the joined array: 24 measured
-        // on 2026-11-26, against a target of 25.
+        // units, the map, the limit with its hub, failure and timer (whose weak reference to the
+        // limit takes a side table), the callback, the joined array: 22 measured on 2026-11-27
+        // (24 the day before: a cancel handler is no longer wrapped in a closure, and the limit's
+        // hub, which lets go of the work as it passes, is new), and a little for the timer heap's
+        // growth.
         Budget(
-            name: "S17 gateway request graph: allocations per request", limit: 25,
+            name: "S17 gateway request graph: allocations per request", limit: 22.1,
             measure: scenario("S17", \.allocationsPerOperation)),
-        // The writer, the limit's node, its pending failure, its timer with its weak reference to
-        // the node, and the callback: 6 measured on 2026-11-26, and a little for the heap's
-        // growth and the service's pass over it every 4,096 limits.
+        // The writer, the limit's node, its hub, its pending failure, its timer with its weak
+        // reference to the node (a side table), and the callback: 7 measured on 2026-11-27 (the
+        // hub, which lets go of the work as the limit passes, is new), and a little for the
+        // heap's growth and the service's pass over it every 4,096 limits.
         Budget(
-            name: "S18 a limit armed and beaten: allocations per limit", limit: 6.01,
+            name: "S18 a limit armed and beaten: allocations per limit", limit: 7.01,
             measure: scenario("S18", \.allocationsPerOperation)),
         Budget(name: "SharedFutures: a caller joining a run in flight: allocations", limit: 0) {
             let shared = SharedFutures<Int, Int>()

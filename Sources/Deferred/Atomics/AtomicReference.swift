@@ -26,10 +26,11 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     @inlinable
     internal static var addressMask: UInt { ~(tagBit | markBit) }
 
-    /// Creates a slot holding `object` (retained), with the tag set if `tagged`.
+    /// Creates a slot holding `object` (retained), marked if `marked`, with the tag set if
+    /// `tagged`.
     @inlinable
-    internal init(_ object: Object? = nil, tagged: Bool = false) {
-        bits = Atomic(Self.retainedBits(object) | (tagged ? Self.tagBit : 0))
+    internal init(_ object: Object? = nil, marked: Bool = false, tagged: Bool = false) {
+        bits = Atomic(Self.retainedBits(object) | (marked ? Self.markBit : 0) | (tagged ? Self.tagBit : 0))
     }
 
     deinit {

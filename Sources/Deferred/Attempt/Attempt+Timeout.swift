@@ -11,8 +11,8 @@ extension Attempt {
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work: when
     /// the limit passes, this attempt is cancelled (unless something else needs it) before the
     /// callbacks already added to the new attempt run, so one that learns of the timeout finds
-    /// the work stopped. An attempt derived from the new one (a `map`, a `delay`, a join that
-    /// still waits) holds the work until its own step has run.
+    /// the work stopped; so do the callbacks of every attempt derived from the new one (a
+    /// `map`, a `delay`, a join that still waits), which no longer hold the work.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early. On a Dispatch queue, an attempt that finishes or is
     /// cancelled before the limit also withdraws the limit, which then costs nothing more.
@@ -29,13 +29,13 @@ extension Attempt {
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
         let limited = TimeoutAttemptNode<Success, Failure>(
-            derived: shareDemand(), cancellation: node.cancellation, failure: error)
+            derived: shareDemand(ownHub: true), cancellation: node.cancellation, failure: error)
         let attempt = attach(limited, TimeoutAttemptNode.receive)
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
             if nanoseconds > 0, let queue = executor as? DispatchQueue {
                 let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds) { limited in
-                    unsafeDowncast(limited, to: TimeoutAttemptNode<Success, Failure>.self).expire()
+                    TimeoutAttemptNode<Success, Failure>.linked(limited).expire()
                 }
                 DispatchTimers.shared.schedule(timer)
                 limited.hold(timer)
@@ -74,9 +74,11 @@ extension Attempt where Failure == any Error {
 /// The node of an attempt's `timeout`: finishes with its source's result, or with its failure
 /// when the limit passes first.
 ///
-/// The failure waits in ``pending``, not in the timer's body, which holds the node only weakly:
-/// once the attempt is decided, or dropped, the timer keeps nothing of it. A limit measured by a
-/// Dispatch queue waits in ``timer``, and is withdrawn as the attempt is decided otherwise.
+/// It has a hub of its own, holding the path unit on its source's (see
+/// ``Attempt/shareDemand(ownHub:)``), so that deciding lets go of the source at once. The failure
+/// waits in ``pending``, not in the timer's body, which holds the node only weakly: once the
+/// attempt is decided, or dropped, the timer keeps nothing of it. A limit measured by a Dispatch
+/// queue waits in ``timer``, and is withdrawn as the attempt is decided otherwise.
 @usableFromInline
 internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
@@ -150,24 +152,25 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 /// like the body of any other executor's limit, and is itself the work, so that the limit costs
 /// no closure until it fires.
 ///
-/// It is not generic: the node is kept as an object, and `expire` is a closure without captures
-/// made where the limit is set, so it runs specialized for the attempt's types and neither the
-/// timer nor the expiry looks up generic metadata (a saturated service's limits mostly expire).
+/// It is not generic: the node is kept as a ``ChainNode``, and `expire` is a closure without
+/// captures made where the limit is set, so it runs specialized for the attempt's types and
+/// neither the timer nor the expiry looks up generic metadata (a saturated service's limits
+/// mostly expire).
 @usableFromInline
 internal final class LimitTimer: DispatchTimer, @unchecked Sendable {
     // @unchecked: `limited` is a weak reference, which the runtime reads and clears atomically,
     // and it and `expire` are written only at `init`.
     @usableFromInline
-    internal weak var limited: AnyObject?
+    internal weak var limited: ChainNode?
 
-    /// Expires the node in `limited`, whose type it knows.
+    /// Expires the node in `limited`, whose type it knows (see ``ChainNode/linked(_:)``).
     @usableFromInline
-    internal let expire: @Sendable (AnyObject) -> Void
+    internal let expire: @Sendable (ChainNode) -> Void
 
     @usableFromInline
     internal init(
-        limiting limited: AnyObject, on queue: DispatchQueue, after nanoseconds: Int,
-        expire: @escaping @Sendable (AnyObject) -> Void
+        limiting limited: ChainNode, on queue: DispatchQueue, after nanoseconds: Int,
+        expire: @escaping @Sendable (ChainNode) -> Void
     ) {
         self.limited = limited
         self.expire = expire

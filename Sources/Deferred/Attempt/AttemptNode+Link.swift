@@ -145,8 +145,12 @@ extension Attempt {
     /// over or new); or, if another stage continues the path already, it starts a hub of its
     /// own holding a unit here. If nobody needed this attempt any more, it is decided as
     /// cancelled and the new attempt holds nothing.
+    ///
+    /// A stage that may decide before its source (a time limit) asks for a hub of its own
+    /// (`ownHub`), holding the path unit here: when it decides, it releases that unit at once,
+    /// so the work above it stops unless something else needs it, whatever is derived from it.
     @inlinable
-    internal func shareDemand() -> DerivedDemand {
+    internal func shareDemand(ownHub: Bool = false) -> DerivedDemand {
         guard !node.isDecided else {
             // This attempt has its result: the new one needs nothing upstream, and taking a
             // unit here would make the stages above it needed again.
@@ -161,7 +165,7 @@ extension Attempt {
                 return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
             }
         }
-        guard continuesPath else {
+        guard continuesPath && !ownHub else {
             return node.branch(holding: depth, on: hub)
         }
         return DerivedDemand(

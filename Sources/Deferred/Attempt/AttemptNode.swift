@@ -12,13 +12,15 @@ public import Synchronization
 /// Three roles, fixed when the node is made:
 /// - A *root* (`DeferredAttempt`, `Attempt(upon:catching:)` and the like) owns a hub, made on first use,
 ///   where its dependents hold demand and its producer's cancel handlers wait.
-/// - A *transparent* node (`map`, `mapError`, `recover`, `timeout`, `delay`) shares its source's
+/// - A *transparent* node (`map`, `mapError`, `recover`, `delay`) shares its source's
 ///   hub, a level deeper on its path (see ``DemandState``): it lives and dies with its source,
 ///   holding the path unit there until a dependent continues the path. A second transparent
 ///   node derived from the same attempt starts a hub of its own instead, holding a unit on its
 ///   source's hub as an owner does.
 /// - An *owner* (`andThen`, `fallback`, `retry`, the joins) owns a hub whose units upstream are
-///   the attempts it waits for; it switches them as it moves on.
+///   the attempts it waits for; it switches them as it moves on. A `timeout` is transparent in
+///   what it passes on but starts a hub of its own, holding the path unit of its source's, so
+///   that it lets go of its source as soon as its limit passes.
 ///
 /// `@unchecked Sendable` is sound as for every storage (see ``DeferredStorage``): the fields
 /// added here are atomics or never change after `init`.
@@ -127,14 +129,17 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
             releaseDemandOnceDecided(cancelled: true)
             return true
         }
-        guard ownsHub, let hub = hubSlot.setTag().object else {
+        // The node keeps its hub while it runs, so the hub is borrowed, not retained. The tag
+        // tells a hub made later that the attempt finished: a hub made already needs none.
+        guard ownsHub, let settled = hubSlot.withBorrowedObject({ $0.settle() }) ?? hubSlot.setTag().object?.settle()
+        else {
             publish(result, in: &queue)
             releaseDemandOnceDecided(cancelled: false)
             return true
         }
-        if hub.settle() {
+        if settled {
             publish(result, in: &queue)
-            hub.finishSettled()
+            hubSlot.withBorrowedObject { $0.finishSettled() }
             return true
         }
         return decideAfterLosingDemand(result, in: &queue)
@@ -256,16 +261,17 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     // MARK: Reading
 
     /// Whether the attempt was cancelled; once this is `true`, the result is visible.
+    ///
+    /// A decision under way is awaited first: its decider may yet find the attempt's demand
+    /// gone and decide it as cancelled, and a reader told of that (a time limit's callback
+    /// that stopped the work) must not see it neither cancelled nor finished.
     @inlinable
     internal final var isCancelled: Bool {
         settleIfUnneeded()
-        guard isCancelledFlag else {
-            return false
-        }
         if isDecided && !isFilled {
             awaitPublication()
         }
-        return true
+        return isCancelledFlag
     }
 
     /// The result, if the attempt has finished.

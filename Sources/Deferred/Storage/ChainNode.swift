@@ -36,9 +36,10 @@ internal class ChainNode: @unchecked Sendable {
     /// as: the one place the library narrows a node's type without checking it.
     ///
     /// The invariant that makes it sound: a ``Handler`` link passes its step exactly the node
-    /// it was made with, and a ``ParkedHandlers`` entry exactly the storage it parked; each
-    /// step or entry is made beside that node, by code that names the node's type, and the
-    /// source of a `sourcedLink` is the attempt node that runs it. Debug builds check it.
+    /// it was made with, a ``ParkedHandlers`` entry exactly the storage it parked, and a
+    /// ``LimitTimer`` exactly the node it limits; each step, entry or expiry is made beside that
+    /// node, by code that names the node's type, and the source of a `sourcedLink` is the
+    /// attempt node that runs it. Debug builds check it.
     @inlinable
     @inline(__always)
     internal static func linked(_ node: ChainNode) -> Self {

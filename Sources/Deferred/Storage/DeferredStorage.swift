@@ -171,6 +171,27 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         return true
     }
 
+    /// Fills a storage that only one caller ever fills, then runs the pending handlers: the
+    /// claim and the publication in one atomic step.
+    ///
+    /// For an attempt's hub, whose demand decides once who finishes it (see
+    /// ``AttemptHub/finish(cancelled:)``). Every interleaving of this step is one of ``fill(_:)``
+    /// whose claim and publication are adjacent, so the storage's protocol holds unchanged.
+    @inlinable
+    internal final func fillAsSoleFiller(_ newValue: Value) {
+        value = Slot(newValue)
+        let taken = StorageState(
+            rawValue: state.bitwiseOr(
+                StorageState.fillClaimedBit | StorageState.filledBit, ordering: .acquiringAndReleasing
+            ).oldValue)
+        assert(!taken.isFillClaimed, "a storage with a sole filler was filled twice")
+        if taken.hasPendingHandlers {
+            var queue = DrainQueue()
+            queue.runHandlers(of: self, taken: taken)
+            queue.drain()
+        }
+    }
+
     /// Fills the storage unless a fill has claimed it, and returns whether this call filled it.
     ///
     /// The pending handlers run through `queue`.

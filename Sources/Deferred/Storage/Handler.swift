@@ -26,6 +26,13 @@ internal enum Handler<Value: Sendable> {
     /// holding itself through its own handler.
     case sourcedCallback(any Executor, @Sendable (_ source: ChainNode, Value) -> Void)
 
+    /// A producer's cancel handler, in an attempt's hub (a storage of `Bool`, filled with `true`
+    /// when the attempt is cancelled): runs `body` in place if the value is `true`, and drops it
+    /// otherwise. A case of its own, rather than an immediate callback that tests the value, so
+    /// that adding one wraps `body` in no closure of its own. (The executor reference is there
+    /// for the same reason as in ``immediate(_:_:)``.)
+    case cancelHandler(UnretainedImmediateExecutor, @Sendable () -> Void)
+
     /// A callback that runs `body` on `executor`.
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
@@ -57,6 +64,10 @@ internal enum Handler<Value: Sendable> {
             } else {
                 executor.submit { body(source, value) }
             }
+        case .cancelHandler(_, let body):
+            if value as? Bool == true {
+                body()
+            }
         }
     }
 
@@ -65,7 +76,7 @@ internal enum Handler<Value: Sendable> {
     internal var linkedNode: ChainNode? {
         switch self {
         case .link(let node, _), .sourcedLink(let node, _): node
-        case .immediate, .callback, .sourcedCallback: nil
+        case .immediate, .callback, .sourcedCallback, .cancelHandler: nil
         }
     }
 }

@@ -27,18 +27,40 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     ///
     /// Tagged once the attempt no longer waits.
     @usableFromInline
-    internal let upstream = AtomicReference<ChainNode>()
+    internal let upstream: AtomicReference<ChainNode>
 
     /// The side units held on this hub; see ``SideDemand``.
     @usableFromInline
     internal let sides = AtomicReference<SideDemand>()
 
+    /// The units upstream of `held`, as ``upstream`` keeps them: a plain or path unit as its
+    /// hub, marked for the path; a side unit in a list.
+    @inlinable
+    internal static func upstreamSlot(_ held: DemandUnit?) -> AtomicReference<ChainNode> {
+        guard let held else {
+            return AtomicReference()
+        }
+        if held.isSide {
+            return AtomicReference(DemandUnits([held]))
+        }
+        return AtomicReference(held.hub, marked: held.depth == DemandUnit.path)
+    }
+
     @inlinable
     internal init(pinned: Bool) {
+        upstream = AtomicReference()
         super.init()
         if pinned {
             demand.store(DemandState.initial.pinning().bits, ordering: .relaxed)
         }
+    }
+
+    /// Creates the hub of an attempt that holds `unit` upstream from the start: set as it is
+    /// made, before anyone else sees the hub, so without an atomic step.
+    @inlinable
+    internal init(holding unit: DemandUnit) {
+        upstream = Self.upstreamSlot(unit)
+        super.init()
     }
 
     /// Whether the attempt was cancelled.
@@ -121,7 +143,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
             guard cancels else {
                 continue
             }
-            _ = current.hub.fill(true)
+            current.hub.fillAsSoleFiller(true)
             current.hub.takeUpstream(into: &next, &more)
         }
     }
@@ -178,7 +200,8 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// Runs or drops the cancel handlers and releases the units held upstream, for the caller
     /// that moved the attempt to its final state.
     private func completeFinish(cancelled: Bool) {
-        _ = fill(cancelled)
+        // Only the caller that moved the demand to its final state gets here, once.
+        fillAsSoleFiller(cancelled)
         let (held, marked) = upstream.takeAndTag()
         HeldUnits(held, marked: marked).release()
     }
@@ -233,11 +256,7 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// attempt finishes otherwise.
     @usableFromInline
     internal func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        upon(ImmediateExecutor.shared) { wasCancelled in
-            if wasCancelled {
-                handler()
-            }
-        }
+        add(.cancelHandler(UnretainedImmediateExecutor(), handler))
     }
 
     deinit {

@@ -85,10 +85,7 @@ extension AttemptNode {
     /// `nil`).
     @usableFromInline
     internal final func branch(holding depth: Int?, on hub: AttemptHub) -> DerivedDemand {
-        let own = AttemptHub(pinned: false)
-        if let depth {
-            _ = own.holdUpstream(DemandUnit(hub, depth: depth))
-        }
+        let own = depth.map { AttemptHub(holding: DemandUnit(hub, depth: $0)) } ?? AttemptHub(pinned: false)
         return DerivedDemand(hub: own, flags: AttemptFlags.ownsHub)
     }
 
