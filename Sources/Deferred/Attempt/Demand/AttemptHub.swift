@@ -33,17 +33,17 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     @usableFromInline
     internal let sides = AtomicReference<SideDemand>()
 
-    /// The units upstream of `held`, as ``upstream`` keeps them: a plain or path unit as its
-    /// hub, marked for the path; a side unit in a list.
+    /// `unit` as ``upstream`` keeps it: a plain or path unit as its hub, marked for the path; a
+    /// side unit in a list.
     @inlinable
-    internal static func upstreamSlot(_ held: DemandUnit?) -> AtomicReference<ChainNode> {
-        guard let held else {
-            return AtomicReference()
+    internal static func upstreamEntry(_ unit: DemandUnit?) -> (held: ChainNode?, marked: Bool) {
+        guard let unit else {
+            return (nil, false)
         }
-        if held.isSide {
-            return AtomicReference(DemandUnits([held]))
+        if unit.isSide {
+            return (DemandUnits([unit]), false)
         }
-        return AtomicReference(held.hub, marked: held.depth == DemandUnit.path)
+        return (unit.hub, unit.depth == DemandUnit.path)
     }
 
     @inlinable
@@ -59,7 +59,8 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
     /// made, before anyone else sees the hub, so without an atomic step.
     @inlinable
     internal init(holding unit: DemandUnit) {
-        upstream = Self.upstreamSlot(unit)
+        let (held, marked) = Self.upstreamEntry(unit)
+        upstream = AtomicReference(held, marked: marked)
         super.init()
     }
 
@@ -234,17 +235,10 @@ internal final class AttemptHub: Storage<Bool>, @unchecked Sendable {
 
     /// Makes this hub's attempt hold `unit` (or nothing) upstream in place of what it held,
     /// unless it finished; returns whether it did and the units it held before.
-    ///
-    /// A plain or path unit is held as its hub, marked for the path; a side unit in a list.
     @usableFromInline
     internal func holdUpstream(_ unit: DemandUnit?) -> (held: Bool, previous: HeldUnits) {
-        guard let unit else {
-            return exchangeUpstream(nil, marked: false)
-        }
-        if unit.isSide {
-            return exchangeUpstream(DemandUnits([unit]), marked: false)
-        }
-        return exchangeUpstream(unit.hub, marked: unit.depth == DemandUnit.path)
+        let (held, marked) = Self.upstreamEntry(unit)
+        return exchangeUpstream(held, marked: marked)
     }
 
     private func exchangeUpstream(_ held: ChainNode?, marked: Bool) -> (held: Bool, previous: HeldUnits) {
