@@ -2,23 +2,8 @@ import Deferred
 import DeferredExecutors
 import Dispatch
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
-
-/// An atomic slot a callback writes what it saw into; -1 until written.
-private final class Seen: Sendable {
-    private let slot = Atomic<Int>(-1)
-    private let writes = Counter()
-
-    func record(_ value: Int) {
-        writes.increment()
-        slot.store(value, ordering: .releasing)
-    }
-
-    var value: Int { slot.load(ordering: .acquiring) }
-    var count: Int { writes.value }
-}
 
 /// A producer whose cancel handler counts its runs.
 private final class Work: Sendable {
@@ -83,8 +68,8 @@ extension StressSuites {
             let clock = VirtualTimeExecutor()
             let work = Work()
             let limited = work.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
-            let direct = Seen()
-            let failure = Seen()
+            let direct = Sighting()
+            let failure = Sighting()
             if callbackFirst {
                 limited.upon(.immediate) { _ in direct.record(work.stopped.value) }
                 limited.uponFailure(.immediate) { _ in failure.record(work.stopped.value) }
@@ -94,7 +79,7 @@ extension StressSuites {
                 limited.upon(.immediate) { _ in direct.record(work.stopped.value) }
                 limited.uponFailure(.immediate) { _ in failure.record(work.stopped.value) }
             }
-            let downstream = Seen()
+            let downstream = Sighting()
             derived?.upon(.immediate) { _ in downstream.record(work.stopped.value) }
             clock.advance(by: .seconds(1))
             #expect(limited.peek() == .failure(.timedOut))
@@ -135,8 +120,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let short = work.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .failed(1))
         let long = work.attempt.timeout(
             after: sameDeadline ? .seconds(1) : .seconds(2), upon: clock, failingWith: .failed(2))
-        let shortSaw = Seen()
-        let longSaw = Seen()
+        let shortSaw = Sighting()
+        let longSaw = Sighting()
         short.upon(.immediate) { _ in shortSaw.record(work.stopped.value) }
         long.upon(.immediate) { _ in longSaw.record(work.stopped.value) }
         clock.advance(by: .seconds(1))
@@ -161,7 +146,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let work = Work()
         let limited = work.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
         let other: Attempt<Int, TestError>? = consumer == "map" ? work.attempt.map(upon: .immediate) { $0 * 2 } : nil
-        let otherSaw = Seen()
+        let otherSaw = Sighting()
         if consumer == "upon" {
             work.attempt.upon(.immediate) { result in otherSaw.record((try? result.get()) ?? -1) }
         }
@@ -190,8 +175,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let work = Work()
         let innerLimited = work.attempt.timeout(after: .seconds(inner), upon: clock, failingWith: .failed(1))
         let outerLimited = innerLimited.timeout(after: .seconds(outer), upon: clock, failingWith: .failed(2))
-        let innerSaw = Seen()
-        let outerSaw = Seen()
+        let innerSaw = Sighting()
+        let outerSaw = Sighting()
         innerLimited.upon(.immediate) { _ in innerSaw.record(work.stopped.value) }
         outerLimited.upon(.immediate) { _ in outerSaw.record(work.stopped.value) }
         clock.advance(by: .seconds(2))
@@ -212,7 +197,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let other = Work()
         let joined = [slow.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut), other.attempt]
             .allSucceeded()
-        let saw = Seen()
+        let saw = Sighting()
         joined.upon(.immediate) { _ in saw.record(slow.stopped.value * 10 + other.stopped.value) }
         clock.advance(by: .seconds(1))
         #expect(joined.peek() == .failure(.timedOut))
@@ -272,7 +257,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let clock = VirtualTimeExecutor()
         let first = Work()
         let second = Work()
-        let recoverySaw = Seen()
+        let recoverySaw = Sighting()
         let chain = first.attempt
             .andThen(upon: .immediate) { _ in
                 second.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
@@ -281,7 +266,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
                 recoverySaw.record(second.stopped.value)
                 return -1
             }
-        let chainSaw = Seen()
+        let chainSaw = Sighting()
         chain.upon(.immediate) { _ in chainSaw.record(second.stopped.value) }
         #expect(first.succeed(with: 1))
         clock.advance(by: .seconds(1))
@@ -305,7 +290,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
             after: .seconds(1), upon: clock, failingWith: .failed(1))
         let second = shared.attempt(for: 1, start: start).timeout(
             after: .seconds(2), upon: clock, failingWith: .failed(2))
-        let secondSaw = Seen()
+        let secondSaw = Sighting()
         second.upon(.immediate) { _ in secondSaw.record(work.stopped.value) }
         #expect(starts.value == 1)
         clock.advance(by: .seconds(1))
@@ -320,7 +305,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let caller = shared.attempt(for: 2) { _ in
             inner.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
         }
-        let callerSaw = Seen()
+        let callerSaw = Sighting()
         caller.upon(.immediate) { _ in callerSaw.record(inner.stopped.value) }
         clock.advance(by: .seconds(1))
         #expect(caller.peek() == .failure(.timedOut))
@@ -360,7 +345,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
                 let limit: Duration = outermostFirst ? .milliseconds(depth - level) : .seconds(1)
                 limited = limited.timeout(after: limit, upon: clock, failingWith: .failed(level))
             }
-            let saw = Seen()
+            let saw = Sighting()
             limited.upon(.immediate) { _ in saw.record(work.stopped.value) }
             clock.advance(by: .seconds(1))
             let failure = limited.peek()?.failureValue
@@ -467,8 +452,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let limited: Attempt<Int, TestError>
         let dependent: Attempt<Int, TestError>
         /// `stopped` as the limited attempt's inline callback saw it, and its run count.
-        fileprivate let limitedSaw = Seen()
-        fileprivate let dependentSaw = Seen()
+        fileprivate let limitedSaw = Sighting()
+        fileprivate let dependentSaw = Sighting()
         /// Deliveries queued on `manual`, run once both sides returned.
         let queuedUpon = Counter()
         let queuedFailure = Counter()
@@ -639,8 +624,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
             fileprivate let work = Work()
             let limited: Attempt<Int, TestError>
             let other: Attempt<Int, TestError>
-            fileprivate let limitedSaw = Seen()
-            fileprivate let stoppedWhenOtherReturned = Seen()
+            fileprivate let limitedSaw = Sighting()
+            fileprivate let stoppedWhenOtherReturned = Sighting()
 
             init() {
                 limited = work.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
@@ -717,7 +702,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let count = TestSize.current.raceRounds / slowed
         let queues = (0..<4).map { DispatchQueue(label: "limit \($0)") }
         let works = (0..<count).map { _ in Work() }
-        let seen = (0..<count).map { _ in Seen() }
+        let seen = (0..<count).map { _ in Sighting() }
         let succeeded = (0..<count).map { _ in Counter() }
         let limited = (0..<count).map { _ in Deferred<Attempt<Int, TestError>>() }
         let done = DispatchGroup()
@@ -767,7 +752,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         let count = TestSize.current.raceRounds / (TestSize.underThreadSanitizer ? 20 : 1)
         let queue = DispatchQueue(label: "limits")
         let works = (0..<count).map { _ in Work() }
-        let seen = (0..<count).map { _ in Seen() }
+        let seen = (0..<count).map { _ in Sighting() }
         let done = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: count) { index in
             let work = works[index]

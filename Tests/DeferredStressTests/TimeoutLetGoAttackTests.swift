@@ -11,20 +11,6 @@ import Testing
 // derived from it, unless something else needs the work; exactly once, without deadlock, at any
 // depth. Public API only.
 
-/// What a callback saw, -1 until it ran, and how often it ran.
-private final class LGSeen: Sendable {
-    private let slot = Atomic<Int>(-1)
-    private let runs = Counter()
-
-    func record(_ value: Int) {
-        runs.increment()
-        slot.store(value, ordering: .releasing)
-    }
-
-    var value: Int { slot.load(ordering: .acquiring) }
-    var count: Int { runs.value }
-}
-
 /// A producer whose last cancel handler counts its runs; an optional slow handler runs first
 /// (a producer that stops a request, say).
 private final class LGWork: Sendable {
@@ -83,11 +69,11 @@ extension StressSuites {
             let tail: Attempt<Int, TestError>
             /// The work's stop count times 10, plus 1 if the source was settled, as the limited
             /// attempt's inline callback saw them.
-            fileprivate let limitedSaw = LGSeen()
+            fileprivate let limitedSaw = Sighting()
             /// The work's stop count as the tail's inline callback saw it.
-            fileprivate let tailSaw = LGSeen()
+            fileprivate let tailSaw = Sighting()
             /// The stop count as a recovery or fallback step saw it.
-            fileprivate let stepSaw = LGSeen()
+            fileprivate let stepSaw = Sighting()
             let eventDecided = Counter()
             let invisible = Counter()
 
@@ -297,7 +283,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
             let clock = VirtualTimeExecutor()
             fileprivate let work = LGWork(slowStopNanoseconds: 20_000)
             let limited: Attempt<Int, TestError>
-            fileprivate let saw = LGSeen()
+            fileprivate let saw = Sighting()
 
             init() {
                 limited = work.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
@@ -402,7 +388,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
             fileprivate let first = LGWork()
             fileprivate let second = LGWork()
             let joined: Attempt<Int, TestError>
-            fileprivate let saw = LGSeen()
+            fileprivate let saw = Sighting()
 
             init(all: Bool) {
                 let clock = clock
@@ -464,8 +450,8 @@ extension StressSuites.TimeoutLetGoAttackTests {
             fileprivate let work: LGWork
             let first: Attempt<Int, TestError>
             let second: Attempt<Int, TestError>
-            fileprivate let firstSaw = LGSeen()
-            fileprivate let secondSaw = LGSeen()
+            fileprivate let firstSaw = Sighting()
+            fileprivate let secondSaw = Sighting()
 
             init() {
                 let work = LGWork()
@@ -515,8 +501,8 @@ extension StressSuites.TimeoutLetGoAttackTests {
         let queues = (0..<2).map { DispatchQueue(label: "let-go limit \($0)") }
         let concurrent = DispatchQueue(label: "let-go maps", attributes: .concurrent)
         let works = (0..<count).map { _ in LGWork() }
-        let limitedSaw = (0..<count).map { _ in LGSeen() }
-        let tailSaw = (0..<count).map { _ in LGSeen() }
+        let limitedSaw = (0..<count).map { _ in Sighting() }
+        let tailSaw = (0..<count).map { _ in Sighting() }
         let early = (0..<count).map { _ in Counter() }
         let limited = (0..<count).map { _ in Deferred<Attempt<Int, TestError>>() }
         let tails = (0..<count).map { _ in Deferred<Attempt<Int, TestError>>() }
@@ -595,7 +581,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
             ? first.map(upon: .immediate) { $0 }.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
             : first
         let tail = limited.map(upon: .immediate) { $0 + 1 }
-        let tailSaw = LGSeen()
+        let tailSaw = Sighting()
         tail.upon(.immediate) { _ in tailSaw.record(work.stopped.value) }
         let reentered = Counter()
         let problems = NSLocked<[String]>([])
@@ -683,7 +669,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
         let plain = DeferredAttempt<Int, PlainError>()
         plain.onCancel { stopped.increment() }
         let plainLimited = plain.attempt.timeout(after: .seconds(1), upon: clock, failingWith: PlainError(code: 1))
-        let plainSaw = LGSeen()
+        let plainSaw = Sighting()
         plainLimited.map(upon: .immediate) { $0 }.upon(.immediate) { _ in plainSaw.record(stopped.value) }
         plainLimited.upon(.immediate) { _ in plainSaw.record(stopped.value) }
 
@@ -691,7 +677,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
         let any = DeferredAttempt<Int, any Error>()
         any.onCancel { anyStopped.increment() }
         let anyLimited = any.attempt.map(upon: .immediate) { $0 }.timeout(after: .seconds(1), upon: clock)
-        let anySaw = LGSeen()
+        let anySaw = Sighting()
         anyLimited.recover(upon: .immediate) { _ in
             anySaw.record(anyStopped.value)
             return 0
@@ -702,7 +688,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
         custom.onCancel { customStopped.increment() }
         let customLimited = custom.attempt.timeout(after: .seconds(1), upon: clock, failingWith: PlainError(code: 2))
             .mapError(upon: .immediate) { $0 }
-        let customSaw = LGSeen()
+        let customSaw = Sighting()
         customLimited.upon(.immediate) { _ in customSaw.record(customStopped.value) }
 
         clock.advance(by: .seconds(1))
@@ -747,7 +733,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
             let live = LiveCount()
             let clock = VirtualTimeExecutor()
             let stopped = Counter()
-            let saw = LGSeen()
+            let saw = Sighting()
             var result = -100
             var stoppedAtCancel = -1
             do {

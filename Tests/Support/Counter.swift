@@ -19,6 +19,28 @@ public final class Counter: Sendable {
     }
 }
 
+/// What a callback saw when it ran (-1 until it ran), and how often it ran: for checks that a
+/// delivery came after some other event, from any thread.
+public final class Sighting: Sendable {
+    private let slot = Atomic<Int>(-1)
+    private let runs = Counter()
+
+    /// Creates a sighting that has seen nothing.
+    public init() {}
+
+    /// Records one run of the callback, which saw `value`.
+    public func record(_ value: Int) {
+        runs.increment()
+        slot.store(value, ordering: .releasing)
+    }
+
+    /// What the last run saw, or -1.
+    public var value: Int { slot.load(ordering: .acquiring) }
+
+    /// How many times the callback ran.
+    public var count: Int { runs.value }
+}
+
 /// Records the order in which numbered events happen, from any threads, with atomics only.
 public final class OrderRecorder: Sendable {
     private let sequence = Counter()
