@@ -813,22 +813,32 @@ final class Once<Value: Sendable>: Sendable {
         #expect(error.file == "DeferredStressTests/LostWriterStressTests.swift")
     }
 
-    /// An `Attempt(upon:catching:)` never abandons (no writer), and a failure type with only
-    /// a cancellation error (`DeferredAttempt(cancellationError:)`) stays pending when lost.
-    @Test func aLostWriterOfAPlainErrorTypeStaysPendingAndCanStillBeCancelled() {
+    /// A lost writer of a failure type with only a cancellation error orphans its attempt.
+    ///
+    /// Such a type (`DeferredAttempt(cancellationError:)`) cannot say "abandoned". The attempt never gets a result, a wait
+    /// times out, the producer's cancel handler is released unrun, and a later `cancel()` only
+    /// says so.
+    @Test func aLostWriterOfAPlainErrorTypeOrphansItsAttempt() {
         enum Plain: Error, Equatable { case stop }
         let attempt: Attempt<Int, Plain>
         let stopped = Counter()
+        let live = LiveCount()
         do {
             let writer = DeferredAttempt<Int, Plain>(cancellationError: .stop)
-            writer.onCancel { stopped.increment() }
+            let tracked = LifetimeTracked(live)
+            writer.onCancel {
+                _ = tracked
+                stopped.increment()
+            }
             attempt = writer.attempt
         }
+        #expect(live.value == 0, "the cancel handler was released")
         #expect(attempt.peek() == nil)
         #expect(attempt.wait(for: .milliseconds(5)) == nil)
         attempt.cancel()
-        #expect(attempt.peek() == .failure(.stop))
-        #expect(stopped.value == 1)
+        #expect(attempt.isCancelled)
+        #expect(attempt.peek() == nil)
+        #expect(stopped.value == 0)
     }
 }
 

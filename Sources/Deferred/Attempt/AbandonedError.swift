@@ -63,29 +63,39 @@ public protocol AbandonableError: Error {
 }
 
 extension AttemptNode {
-    /// Finishes this attempt as abandoned, if it is pending and its failure type can say so: its
-    /// writer, made at `file`, `line`, is gone.
+    /// Finishes this attempt as abandoned if it is pending and its failure type can say so, or
+    /// else orphans it: its writer, made at `file`, `line`, is gone.
     ///
     /// It decides like `fail(with:)`, on the releasing thread: the writer's release is where
     /// the producer stopped being able to finish.
     @usableFromInline
     internal final func abandon(file: StaticString, line: UInt) {
-        let error: Failure
-        if Failure.self == (any Error).self {
-            let abandoned = AbandonedError(
-                writerType: DeferredAttempt<Success, Failure>.typeName, file: "\(file)", line: line)
-            error = abandoned as any Error as! Failure
-        } else if let abandonable = Failure.self as? any AbandonableError.Type {
-            error = abandonable.abandoned as any Error as! Failure
-        } else {
-            // The failure type cannot say "abandoned": the attempt stays pending. A recorded
-            // writer whose attempt something waits for is reported (see ``PendingFutures``).
+        guard
+            let error = abandonedError(
+                AbandonedError(writerType: DeferredAttempt<Success, Failure>.typeName, file: "\(file)", line: line))
+        else {
+            // A recorded writer whose attempt something waits for is reported (see
+            // ``PendingFutures``).
             if PendingFutures.isRecording, isTrackedWaitedFor {
                 PendingFutures.writerLost(self)
             }
+            orphan()
             return
         }
         settleIfUnneeded()
         decide(.failure(error))
+    }
+
+    /// `abandoned` as this attempt's failure, or the failure type's own `abandoned`; `nil` if
+    /// the failure type cannot say "abandoned".
+    @usableFromInline
+    internal final func abandonedError(_ abandoned: @autoclosure () -> AbandonedError) -> Failure? {
+        if Failure.self == (any Error).self {
+            return (abandoned() as any Error as! Failure)
+        }
+        if let abandonable = Failure.self as? any AbandonableError.Type {
+            return (abandonable.abandoned as any Error as! Failure)
+        }
+        return nil
     }
 }

@@ -30,8 +30,19 @@ extension Attempt {
         // demand: it takes over the unit the stage holds for itself, so that when the task gives
         // up, nothing is left that needs the stage.
         guard let unit = node.takeUnit(forOwner: true) else {
+            // Decided, or being decided: wait for the result, or, if the attempt was orphaned
+            // and never gets one, until the task is cancelled.
             node.settleIfUnneeded()
-            return try await Future(storage: node).value.get()
+            let result: Result<Success, Failure>
+            do {
+                result = try await Future(storage: node).value(awaitedBy: AsyncWaiter())
+            } catch {
+                guard let cancellation = node.cancellationError else {
+                    return try await Future(storage: node).value.get()
+                }
+                throw cancellation
+            }
+            return try result.get()
         }
         let result: Result<Success, Failure>
         let waiter = DemandReleasingWaiter<Result<Success, Failure>>(unit)

@@ -101,14 +101,43 @@ extension Attempt {
 internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
-    /// How many inputs have not delivered yet.
+    /// How many inputs have not delivered yet, plus ``lostInput`` for each input that never
+    /// will (it was orphaned).
     @usableFromInline
     internal let remaining: Atomic<Int>
+
+    /// What an input that will never deliver adds to ``remaining``, besides counting as
+    /// arrived: the bits above any count of inputs.
+    @inlinable
+    internal static var lostInput: Int { 1 << 32 }
 
     @usableFromInline
     internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
         remaining = Atomic(count)
         super.init(owningHubWith: cancellation)
+    }
+
+    /// Counts the arrival of an input's result: whether it was the last, and if so whether an
+    /// input was lost, which leaves the join to be orphaned.
+    @inlinable
+    internal final func countArrival() -> JoinArrival {
+        let left = remaining.subtract(1, ordering: .acquiringAndReleasing).newValue
+        if left == 0 {
+            return .last
+        }
+        return left & (Self.lostInput - 1) == 0 ? .lastAfterLoss : .waiting
+    }
+
+    /// An input was orphaned: it counts as arrived, without a result.
+    ///
+    /// Once every input has
+    /// arrived and none decided the join, nothing can: it is orphaned.
+    @usableFromInline
+    override internal func lostDecider(to nodes: inout ReleaseStack) {
+        let left = remaining.add(Self.lostInput - 1, ordering: .acquiringAndReleasing).newValue
+        if left & (Self.lostInput - 1) == 0 {
+            loseDeciders(to: &nodes)
+        }
     }
 
     /// Stores what the input at `index` delivered.
@@ -267,8 +296,10 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     @inlinable
     internal func arrive(at index: Int, withValue value: Element, in queue: inout DrainQueue) {
         slots.store(value, at: index)
-        if remaining.arriveAtJoin() {
-            succeed(in: &queue)
+        switch countArrival() {
+        case .last: succeed(in: &queue)
+        case .lastAfterLoss: orphan()
+        case .waiting: break
         }
     }
 
@@ -303,8 +334,12 @@ internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error
     ) {
         if case .success = result, !cancelled {
             decide(result, cancelled: false, in: &queue)
-        } else if remaining.arriveAtJoin() {
-            decide(passing: result, sourceCancelled: cancelled, in: &queue)
+        } else {
+            switch countArrival() {
+            case .last: decide(passing: result, sourceCancelled: cancelled, in: &queue)
+            case .lastAfterLoss: orphan()
+            case .waiting: break
+            }
         }
     }
 }
@@ -319,6 +354,17 @@ extension JoinAttemptNode {
         }
         return .failure(error)
     }
+}
+
+/// What one arrival at an attempt join means.
+@usableFromInline
+internal enum JoinArrival {
+    /// Inputs are still to arrive.
+    case waiting
+    /// It was the last input, and every input delivered.
+    case last
+    /// It was the last input, and another was lost: nothing can decide the join any more.
+    case lastAfterLoss
 }
 
 /// An attempt node seen without its types: what a join needs to hold demand on inputs of

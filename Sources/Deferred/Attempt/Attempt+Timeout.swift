@@ -141,6 +141,10 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
         }
     }
 
+    /// Its source was orphaned: the limit still decides this attempt, so it stays pending.
+    @usableFromInline
+    override internal func lostDecider(to nodes: inout ReleaseStack) {}
+
     @usableFromInline
     override internal func dropPendingWork() {
         _ = pending.takeAndTag()

@@ -71,10 +71,11 @@ extension AttemptNode {
     /// A `next` that has finished passes its result on at once.
     @inlinable
     internal final func follow(_ next: AttemptNode, in queue: inout DrainQueue) {
-        if next.isFilled {
+        if let result = next.peek() {
             // Finished already (`Attempt(succeededWith:)`, say): there is no demand to hold on it, and
-            // the units this attempt holds upstream are released when it is decided.
-            decide(passing: next.filledValue, sourceCancelled: next.isCancelledFlag, in: &queue)
+            // the units this attempt holds upstream are released when it is decided. (An orphaned
+            // `next` has no result: linking to it below orphans this attempt.)
+            decide(passing: result, sourceCancelled: next.isCancelledFlag, in: &queue)
             return
         }
         guard hold(next) else {

@@ -174,6 +174,14 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         return decide(result, cancelled: cancelled, in: &queue)
     }
 
+    /// One of this attempt's deciders is gone (a link to it will never run): unless another can
+    /// still decide it (an override says so), it is orphaned, or fails as abandoned where its
+    /// failure type can say so.
+    @usableFromInline
+    override internal func lostDecider(to nodes: inout ReleaseStack) {
+        loseDeciders(to: &nodes)
+    }
+
     /// Releases what a pending timer would deliver or start for this attempt (a delayed result,
     /// a retry's work), once it is decided as cancelled: a timer keeps nothing of a cancelled
     /// attempt but the node.

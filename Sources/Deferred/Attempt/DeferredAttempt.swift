@@ -30,7 +30,10 @@ public import Dispatch
 ///
 /// Readers tell it apart from a cancellation and from the work's own errors, and the
 /// producer's cancel handlers do not run: nobody cancelled. A failure type with neither cannot
-/// say "abandoned", and its attempt stays pending: give the type an `abandoned` case.
+/// say "abandoned": its attempt is *orphaned* instead. It never gets a result: its handlers and
+/// the producer's cancel handlers are released unrun, and so is every attempt derived from it
+/// that nothing else can decide; a wait times out, and a task's `get()` waits until its task is
+/// cancelled. To let readers tell, give the type an `abandoned` case.
 ///
 /// Handlers on ``ImmediateExecutor`` run where the writer is released, so do not release it
 /// under a lock that they take. A writer that its own attempt keeps alive (captured by its own

@@ -135,8 +135,8 @@ public enum PendingFutures {
 
     /// Reports the recorded writer of `future`, an attempt that something waits for.
     ///
-    /// Its `DeferredAttempt` went away while its failure type cannot say "abandoned". The
-    /// attempt stays listed in ``all``.
+    /// Its `DeferredAttempt` went away while its failure type cannot say "abandoned", which
+    /// orphans the attempt.
     internal static func writerLost(_ future: AnyObject) {
         let key = ObjectIdentifier(future)
         let place = registry.sync { registry -> Registry.Entry? in

@@ -32,8 +32,8 @@
 /// depth finish and cancel in constant stack space.
 ///
 /// The table holds a run until it ends. A run whose writer was lost without an answer (a failure
-/// type that cannot say "abandoned", see ``AbandonableError``) stays joined, like any pending
-/// attempt, until every caller has given up or ``forget(_:)`` drops it. `start` must not wait,
+/// type that cannot say "abandoned", see ``AbandonableError``) is orphaned, with its callers'
+/// attempts, and leaves the table. `start` must not wait,
 /// directly or through other keys, for the run of its own key: that run would wait for itself,
 /// and its callers' cancellations could not reach the work.
 ///

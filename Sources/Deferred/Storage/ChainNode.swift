@@ -23,6 +23,16 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func detachDownstream(to nodes: inout ReleaseStack) {}
 
+    /// One of this node's deciders is gone: a link to it will never run, and something else
+    /// still holds the node.
+    ///
+    /// A node that nothing else can decide any more finishes
+    /// without a value (an attempt is *orphaned*), handing the nodes of its own links to `nodes`
+    /// as lost; the default does nothing, which is right for a node that does not wait on
+    /// anything (a waiter, a future's combinator).
+    @usableFromInline
+    internal func lostDecider(to nodes: inout ReleaseStack) {}
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline
@@ -53,15 +63,23 @@ internal class ChainNode: @unchecked Sendable {
 /// An owner that may hold the only reference to a long chain pushes what it holds here in its
 /// `deinit` and calls ``releaseAll()``. A chain hands over one node at a time, so the top of the
 /// stack lives inline: releasing a chain touches no array.
+///
+/// A node pushed as *lost* comes from a link that will never run (its storage was released
+/// unfilled, or orphaned): if something else still holds it, it is told that it lost a decider
+/// (``ChainNode/lostDecider(to:)``), in the same loop.
 @usableFromInline
 internal struct ReleaseStack {
     /// The node pushed last, if any.
     @usableFromInline
     internal var top: ChainNode? = nil
 
-    /// The nodes below ``top``, oldest first.
+    /// Whether ``top`` was pushed as lost.
     @usableFromInline
-    internal var below: [ChainNode] = []
+    internal var topIsLost = false
+
+    /// The nodes below ``top``, oldest first, each with whether it was pushed as lost.
+    @usableFromInline
+    internal var below: [(node: ChainNode, isLost: Bool)] = []
 
     @inlinable
     internal init() {}
@@ -69,10 +87,22 @@ internal struct ReleaseStack {
     /// Adds `node` to the nodes to release.
     @usableFromInline
     internal mutating func push(_ node: ChainNode) {
+        push(node, isLost: false)
+    }
+
+    /// Adds `node`, whose link will never run, to the nodes to release.
+    @usableFromInline
+    internal mutating func pushLost(_ node: ChainNode) {
+        push(node, isLost: true)
+    }
+
+    @usableFromInline
+    internal mutating func push(_ node: ChainNode, isLost: Bool) {
         if let previous = top {
-            below.append(previous)
+            below.append((previous, topIsLost))
         }
         top = node
+        topIsLost = isLost
     }
 
     /// Makes room for `count` more nodes, so that pushing a node's several downstream nodes
@@ -83,21 +113,27 @@ internal struct ReleaseStack {
     }
 
     /// Releases every node, and whatever only they keep alive: a node nothing else references
-    /// first hands its downstream nodes to the stack, so releasing it recurses no further.
+    /// first hands its downstream nodes to the stack, so releasing it recurses no further; a
+    /// lost node that something else still references is told so.
     @usableFromInline
     internal mutating func releaseAll() {
         while true {
             var node: ChainNode
+            let isLost: Bool
             if let next = top {
                 top = nil
                 node = next
-            } else if !below.isEmpty {
-                node = below.removeLast()
+                isLost = topIsLost
+            } else if let entry = below.popLast() {
+                node = entry.node
+                isLost = entry.isLost
             } else {
                 return
             }
             if isKnownUniquelyReferenced(&node) {
                 node.detachDownstream(to: &self)
+            } else if isLost {
+                node.lostDecider(to: &self)
             }
         }
     }

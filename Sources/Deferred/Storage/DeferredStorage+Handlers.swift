@@ -11,13 +11,14 @@ extension DeferredStorage {
         }
     }
 
-    /// Adds `handler`, running it at once if the value is already visible.
+    /// Adds `handler`, running it at once if the value is already visible (dropping it if the
+    /// storage is orphaned).
     @inlinable
     internal final func add(_ handler: consuming Handler<Value>) {
         // A drain queue only where a handler runs: storing one needs none.
         if let runNow = store(consume handler) {
             var queue = DrainQueue()
-            runNow.run(with: value.unwrapped, from: self, in: &queue)
+            runUnstored(runNow, in: &queue)
             queue.drain()
         }
     }
@@ -26,7 +27,7 @@ extension DeferredStorage {
     @inlinable
     internal final func add(_ handler: consuming Handler<Value>, in queue: inout DrainQueue) {
         if let runNow = store(consume handler) {
-            runNow.run(with: value.unwrapped, from: self, in: &queue)
+            runUnstored(runNow, in: &queue)
         }
     }
 

@@ -145,7 +145,11 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         #if DEBUG
             checkWaitCanSucceed()
         #endif
-        return waitUnfilled(until: time)
+        if let value = waitUnfilled(until: time) {
+            return value
+        }
+        // An orphaned storage never gets a value: the wait times out as usual.
+        return isOrphaned ? sleepWithoutValue(until: time) : nil
     }
 
     // MARK: Filling
@@ -280,13 +284,15 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         DeferredStorage.linked(node).runHandlers(taken, in: &queue)
     }
 
-    /// Waits for the fill that beat this caller to make its value visible.
+    /// Waits for the fill (or orphaning) that beat this caller to publish.
     ///
     /// The winner is a few instructions from publishing, so the wait's initial polling almost
     /// always sees the value before it would sleep.
     @usableFromInline
     internal final func awaitPublication() {
-        _ = wait(until: .distantFuture)
+        if !isFilled {
+            _ = waitUnfilled(until: .distantFuture)
+        }
     }
 
     // MARK: Releasing
@@ -297,7 +303,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     }
 
     /// Takes every handler that never ran out of the state word and drops it, moving the
-    /// nodes they continue into `nodes`; does nothing once the value is published.
+    /// nodes they continue into `nodes` as lost; does nothing once the value is published.
     ///
     /// The last owner of an unfilled storage calls this. A weak reference (an attempt's pending
     /// time limit) may still reach the storage and fill it at the same moment: the update and
@@ -313,8 +319,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             return
         }
         let current = StorageState(rawValue: word)
-        if current.isFirstReady, let node = firstHandler.take()?.linkedNode {
-            nodes.push(node)
+        if current.isFirstReady, let first = firstHandler.take() {
+            first.drop(to: &nodes)
         }
         var chunks = NodeChain<HandlerChunk<Value>>(head: current.overflowHead)
         while let chunk = chunks.popFirst() {

@@ -141,8 +141,27 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
         }
     }
 
+    /// Closes the chunk and drops the handlers that were ready.
+    ///
+    /// Links' nodes go to `nodes` as lost; a handler whose registrant had not finished writing it is left to that
+    /// registrant, which drops it. Called by the orphaning of the storage, once.
+    @usableFromInline
+    internal func closeAndDropReadyHandlers(to nodes: inout ReleaseStack) {
+        withUnsafeMutablePointerToElements { words in
+            var ready = HandlerChunkState(
+                rawValue: words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing)
+                    .oldValue
+            ).readySlots
+            while ready != 0 {
+                let index = ready.trailingZeroBitCount
+                ready &= ready &- 1
+                Self.slot(index, of: words).move().drop(to: &nodes)
+            }
+        }
+    }
+
     /// Drops every handler of an unfilled chunk, moving the nodes that links continue into
-    /// `nodes`: what the last owner of an unfilled storage does, when no registrant is left.
+    /// `nodes` as lost: what the last owner of an unfilled storage does, when no registrant is left.
     @usableFromInline
     internal func dropHandlers(to nodes: inout ReleaseStack) {
         withUnsafeMutablePointerToElements { words in
@@ -150,9 +169,7 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
             while ready != 0 {
                 let index = ready.trailingZeroBitCount
                 ready &= ready &- 1
-                if let linked = Self.slot(index, of: words).move().linkedNode {
-                    nodes.push(linked)
-                }
+                Self.slot(index, of: words).move().drop(to: &nodes)
             }
         }
     }

@@ -31,8 +31,9 @@ internal enum BlockingWaitSpin {
 }
 
 extension DeferredStorage {
-    /// Blocks until the value is visible or `time` passes, for a storage that was not filled
-    /// when the wait began.
+    /// Blocks until the storage is published or `time` passes, for a storage that was not
+    /// filled when the wait began; returns the value, or `nil` if the time passed or the storage
+    /// was orphaned (see ``wait(until:)``).
     ///
     /// It polls the state word (no call per poll) as long as the process's ``SpinPolicy`` says,
     /// then sleeps. A wait with a deadline sleeps in the storage's ``WaiterRegistry``: if it
@@ -50,11 +51,11 @@ extension DeferredStorage {
         switch poll {
         case .filled:
             BlockingWaitSpin.record(.caught, after: policy)
-            return filledValue
+            return value.wrapped
         case .preempted:
             BlockingWaitSpin.record(.preempted, after: policy)
             if isFilled {
-                return filledValue
+                return value.wrapped
             }
         case .timedOut:
             break
@@ -74,23 +75,23 @@ extension DeferredStorage {
             let asleep = DispatchTime.now().uptimeNanoseconds
             _ = waiter.sleep(until: .distantFuture)
             recordSleep(since: asleep)
-            return filledValue
+            return value.wrapped
         }
         guard time > DispatchTime.now() else {
             return nil
         }
         guard let registry = waiters() else {
-            return filledValue
+            return value.wrapped
         }
         let waiter = BlockingWaiter<Value>()
         guard registry.add(waiter) else {
-            return filledValue
+            return value.wrapped
         }
         BlockingWaitInTask.willSleep(waitingFor: Value.self)
         let asleep = DispatchTime.now().uptimeNanoseconds
         if waiter.sleep(until: time) {
             recordSleep(since: asleep)
-            return filledValue
+            return value.wrapped
         }
         registry.waiterGaveUp()
         return nil

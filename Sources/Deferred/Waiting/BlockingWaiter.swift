@@ -32,6 +32,13 @@ internal final class BlockingWaiter<Value: Sendable>: Waiter<Value>, @unchecked 
         woken.signal()
     }
 
+    /// Wakes the waiter when its link is dropped unrun: the storage was orphaned, and the
+    /// sleeper finds it so.
+    @usableFromInline
+    override internal func lostDecider(to nodes: inout ReleaseStack) {
+        woken.signal()
+    }
+
     /// The link step of a waiter linked to the storage as a handler: a wait without a
     /// deadline, which never gives up and so needs no registry.
     @usableFromInline

@@ -7,10 +7,16 @@ import Testing
 /// Guarantees 8–10 and 12 for every kind of derived attempt: cancellation reaches the producer,
 /// a cancelled step never starts, deliveries are withdrawn, and `isCancelled` tells the truth.
 @Suite struct AttemptGuaranteeTests {
-    /// Work that keeps no reference to its writer: only its cancel handler does.
+    /// Work that nothing references but its cancel handler, which keeps the writer (as work
+    /// that would still finish once told to stop does); the caller keeps only the attempt. (A
+    /// writer released undecided would finish the attempt at once, abandoned or orphaned: see
+    /// ``OrphanedAttemptTests``.)
     static func producer(counting stopped: Counter) -> Attempt<Int, TestError> {
-        let writer = DeferredAttempt<Int, TestError>()
-        writer.onCancel { stopped.increment() }
+        let writer = HeldWriter<Int, TestError>()
+        writer.onCancel { [writer] in
+            _ = writer
+            stopped.increment()
+        }
         return writer.attempt
     }
 

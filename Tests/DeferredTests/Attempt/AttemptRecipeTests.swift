@@ -1,6 +1,7 @@
 import Deferred
 import DeferredExecutors
 import Dispatch
+import Synchronization
 import TestSupport
 import Testing
 
@@ -53,11 +54,13 @@ import Testing
 
     @Test func aTransformThatThrowsCancelsTheAttemptsItStarted() {
         let stopped = Counter()
+        let writers = Mutex<[HeldWriter<Int, TestError>]>([])
         #expect(throws: TestError.self) {
             try [1, 2, 3].allSucceeded { index -> Attempt<Int, TestError> in
                 guard index < 3 else { throw TestError.failed(index) }
-                let writer = DeferredAttempt<Int, TestError>()
+                let writer = HeldWriter<Int, TestError>()
                 writer.onCancel { stopped.increment() }
+                writers.withLock { $0.append(writer) }
                 return writer.attempt
             }
         }

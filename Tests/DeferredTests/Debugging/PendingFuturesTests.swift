@@ -35,15 +35,19 @@ import Testing
     }
 
     @Test func attemptsAreReportedUnlessTheyFinished() {
-        let (_, pending) = PendingFutures.madeDuring {
-            let typed = DeferredAttempt<Int, TestError>()
+        let (kept, pending) = PendingFutures.madeDuring {
+            let typed = HeldWriter<Int, TestError>()  // kept past the scope: still pending
             _ = typed.attempt.map(upon: .immediate) { $0 + 1 }
             let lost = DeferredAttempt<Int, any Error>()  // abandoned at the end of the scope
             _ = lost.attempt
+            let orphaned = DeferredAttempt<Int, TestError>()  // orphaned at the end of the scope
+            _ = orphaned.attempt.map(upon: .immediate) { $0 + 1 }
             _ = Attempt<Int, TestError> { writer in writer.succeed(with: 1) }
+            return typed
         }
         #expect(pending.map(\.typeName) == ["DeferredAttempt<Int, TestError>"])
         #expect(pending.first?.isWaitedFor == true, "the map waits for it")
+        #expect(kept.peek() == nil)
     }
 
     @Test func aScopeWatchesItsTaskOnly() async {

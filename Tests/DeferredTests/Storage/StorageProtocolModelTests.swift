@@ -11,7 +11,13 @@ import Testing
 /// `readyHandlerRunner`). A search runs every order of their steps and checks guarantees 1–3 at
 /// the end of each: one fill wins; every handler runs exactly once, or, if the storage is
 /// released unfilled, is dropped exactly once; and the handlers that the fill runs, it runs in
-/// the order each registrant added them. Chunks are made small here (one or two slots, growing
+/// the order each registrant added them. An *orphaning* (a fill that wins without a value and
+/// drops what it takes: what an attempt does once nothing can decide it) races fills and
+/// registrants the same way: if it wins, every handler is dropped exactly once, by it or by the
+/// registrant that finds the storage published, and none runs; every party, including a losing
+/// fill that waits for the publication, finds the storage published in the end, so nothing
+/// waits for a publication that never comes. (A cancellation is a fill at this level, and a
+/// wait is a registrant whose handler wakes it when run or dropped.) Chunks are made small here (one or two slots, growing
 /// to two or four), so that few handlers fill them and every path of a chunk is taken.
 @Suite struct StorageProtocolModelTests {
     /// Fills, and the handlers each registrant adds in turn.
@@ -22,6 +28,18 @@ import Testing
     func everyInterleavingOfFillsAndRegistrationsRunsEachHandlerOnceAndInOrder(_ fills: Int, _ registrants: [Int]) {
         for chunks in ChunkSizes.all {
             expectEveryInterleavingHolds(ModelSearch(fills: fills, registrants: registrants, chunks: chunks))
+        }
+    }
+
+    /// An orphaning races fills and registrations: one of them wins; if the orphaning did,
+    /// every handler is dropped once and none runs.
+    @Test(arguments: [
+        (0, [1]), (0, [1, 1]), (0, [2, 1]), (1, [1]), (1, [1, 1]), (0, [3]), (1, [2]), (2, [1]), (0, [1, 1, 1]),
+    ])
+    func everyInterleavingOfAnOrphaningDropsOrRunsEachHandlerOnce(_ fills: Int, _ registrants: [Int]) {
+        for chunks in ChunkSizes.all {
+            expectEveryInterleavingHolds(
+                ModelSearch(fills: fills, registrants: registrants, chunks: chunks, orphaning: true))
         }
     }
 
@@ -85,8 +103,15 @@ private struct ModelStorage: Hashable {
     /// The handlers the fill ran, in order.
     var ranByFill: [ModelHandler] = []
     var wins = 0
+    /// Whether the winner was the orphaning: the value slot stays empty.
+    var orphaned = false
 
+    /// A handler handed to its runner: run, or dropped if the storage is orphaned.
     mutating func run(_ handler: ModelHandler, byFill: Bool = false) {
+        if orphaned {
+            drops[handler, default: 0] += 1
+            return
+        }
         runs[handler, default: 0] += 1
         if byFill { ranByFill.append(handler) }
     }
@@ -120,6 +145,8 @@ private struct ModelStorage: Hashable {
 /// One party of the protocol, as a program counter over its atomic steps.
 private enum Party: Hashable {
     case fill(claimed: Bool)
+    /// An orphaning: claims like a fill, publishes without a value and drops what it takes.
+    case orphan(claimed: Bool)
     /// The winning fill closes the chunks it took, oldest first, one atomic step each.
     case closeChunks([UInt])
     /// A registrant about to add handler `next` of its `count`.
@@ -143,6 +170,17 @@ private enum Party: Hashable {
                 return .done
             }
             storage.wins += 1
+            return .fill(claimed: true)
+        case .orphan(claimed: false):
+            let before = storage.word
+            storage.word.rawValue |= StorageState.fillClaimedBit
+            guard before.winsFillClaim else {
+                return .done
+            }
+            storage.wins += 1
+            storage.orphaned = true
+            return .fill(claimed: true)
+        case .orphan(claimed: true):
             return .fill(claimed: true)
         case .fill(claimed: true):
             let owed = storage.word.publication
@@ -275,6 +313,7 @@ private struct ModelSearch {
     let registrants: [Int]
     let chunks: ChunkSizes
     let releasedWhileFilling: Bool
+    let orphaning: Bool
     /// How many different final states the search reached.
     var endings = 0
     var failures: [String] = []
@@ -283,11 +322,14 @@ private struct ModelSearch {
     /// How many different states the search visited.
     var states: Int { visited.count }
 
-    init(fills: Int, registrants: [Int], chunks: ChunkSizes, releasedWhileFilling: Bool = false) {
+    init(
+        fills: Int, registrants: [Int], chunks: ChunkSizes, releasedWhileFilling: Bool = false, orphaning: Bool = false
+    ) {
         self.fills = fills
         self.registrants = registrants
         self.chunks = chunks
         self.releasedWhileFilling = releasedWhileFilling
+        self.orphaning = orphaning
     }
 
     var handlers: [ModelHandler] {
@@ -299,7 +341,10 @@ private struct ModelSearch {
     mutating func explore() {
         let adding = registrants.enumerated().map { Party.observe(registrant: $0, next: 0, count: $1) }
         guard releasedWhileFilling else {
-            visit(ModelStorage(), Array(repeating: Party.fill(claimed: false), count: fills) + adding, trace: [])
+            let orphaner = orphaning ? [Party.orphan(claimed: false)] : []
+            visit(
+                ModelStorage(), Array(repeating: Party.fill(claimed: false), count: fills) + orphaner + adding,
+                trace: [])
             return
         }
         // The registrants are done (each held the storage while it registered); then the fill
@@ -340,6 +385,19 @@ private struct ModelSearch {
             }
             if storage.inline != nil || chunkSlotsLeft {
                 failures.append("a handler was left stored, steps \(trace)")
+            }
+            return
+        }
+        if orphaning {
+            if storage.wins != 1 { failures.append("\(storage.wins) fills or orphanings won, steps \(trace)") }
+            if !storage.word.isFilled || storage.inline != nil || chunkSlotsLeft {
+                failures.append("not published, or a handler was left stored, steps \(trace)")
+            }
+            let (done, other) = storage.orphaned ? (storage.drops, storage.runs) : (storage.runs, storage.drops)
+            for handler in handlers where done[handler] != 1 || other[handler] != nil {
+                failures.append(
+                    "\(handler) ran \(storage.runs[handler] ?? 0) and was dropped \(storage.drops[handler] ?? 0) times"
+                        + " (orphaned: \(storage.orphaned)), steps \(trace)")
             }
             return
         }

@@ -1,0 +1,219 @@
+import Deferred
+import Dispatch
+import Synchronization
+import TestSupport
+import Testing
+
+/// Guarantee 17: a pending attempt that none of its deciders can decide any more (its writer is
+/// gone, the future it was made from was released unfilled) is released with everything only it
+/// kept, for every failure type: an `any Error` or `AbandonableError` attempt fails as abandoned;
+/// any other is *orphaned*: it never gets a result, its handlers and its producer's cancel
+/// handlers are released unrun, and every stage that only it could decide follows, except a
+/// stage with a decider of its own (a limit, another input of a join).
+@Suite struct OrphanedAttemptTests {
+    /// How the only decider of the root goes.
+    enum Loss: String, CaseIterable, CustomTestStringConvertible {
+        /// The writer is released undecided.
+        case writer
+        /// The attempt was made from a `Deferred` that is released unfilled.
+        case bridgedFuture
+
+        var testDescription: String { rawValue }
+
+        /// A pending root whose decider is still alive in `keep` until the caller drops it, and
+        /// whose producer's cancel handler (where there is one) holds a tracked object.
+        func root<Failure: Error>(
+            _: Failure.Type, tracking live: LiveCount, keep: inout [any Sendable]
+        ) -> Attempt<Int, Failure> {
+            switch self {
+            case .writer:
+                let writer = HeldWriter<Int, Failure>()
+                let tracked = LifetimeTracked(live)
+                writer.onCancel { _ = tracked }
+                keep.append(writer)
+                return writer.attempt
+            case .bridgedFuture:
+                let source = Deferred<Result<Int, Failure>>()
+                keep.append(source)
+                return Attempt(source)
+            }
+        }
+    }
+
+    /// One stage of a chain, for any failure type.
+    enum Stage: String, CaseIterable, CustomTestStringConvertible {
+        case map, andThen, delay, allSucceeded, firstSucceeded, retry, and
+
+        var testDescription: String { rawValue }
+
+        /// The second value of a pair.
+        static func second<Failure: Error>(of pair: Attempt<(Int, Int), Failure>) -> Attempt<Int, Failure> {
+            pair.map(upon: .immediate) { (_: Int, second: Int) in second }
+        }
+
+        func stage<Failure: Error>(after attempt: Attempt<Int, Failure>) -> Attempt<Int, Failure> {
+            switch self {
+            case .map: attempt.map(upon: .immediate) { $0 + 1 }
+            case .andThen: attempt.andThen(upon: .immediate) { Attempt(succeededWith: $0 + 1) }
+            case .delay: attempt.delay(by: .zero, upon: DispatchQueue.global())
+            case .allSucceeded: [attempt].allSucceeded().map(upon: .immediate) { $0[0] }
+            case .firstSucceeded: [attempt].firstSucceeded()
+            case .retry: Attempt.retry(attempts: 1, upon: StoppedClock()) { attempt }
+            case .and: Self.second(of: attempt.and(Attempt<Int, Failure>(succeededWith: 1)))
+            }
+        }
+    }
+
+    /// A failure type that cannot say "abandoned" and has no cancellation error.
+    enum Plain: Error, Equatable { case failed }
+
+    /// A failure type that can say "abandoned".
+    enum Abandonable: CancellableError, AbandonableError, Equatable { case failed, cancelled, abandoned }
+
+    // MARK: Orphaned
+
+    @Test(arguments: Loss.allCases, AttemptKind.allCases)
+    func everyKindBelowALostDeciderIsOrphanedAndReleased(_ loss: Loss, _ kind: AttemptKind) {
+        let live = LiveCount()
+        var keep: [any Sendable] = []
+        let root = loss.root(TestError.self, tracking: live, keep: &keep)
+        let tail = kind.stage(after: root, delayingOn: DispatchQueue(label: "delays"))
+        let delivered = Counter()
+        let tracked = LifetimeTracked(live)
+        tail.upon(.immediate) { _ in
+            _ = tracked
+            delivered.increment()
+        }
+        _ = consume tracked
+        keep.removeAll()
+        // A timeout stays pending: its limit can still decide it.
+        let orphaned = kind != .timeout
+        #expect(live.value == (orphaned ? 0 : 1), "the handlers and the producer's cancel handler are released")
+        #expect(root.peek() == nil && tail.peek() == nil)
+        #expect(delivered.value == 0)
+    }
+
+    @Test(arguments: Loss.allCases, Stage.allCases)
+    func anOrphanedChainIsReleasedForEveryFailureTypeThatCannotSayAbandoned(_ loss: Loss, _ stage: Stage) {
+        expectOrphaned(TestError.self, loss, stage)
+        expectOrphaned(Plain.self, loss, stage)
+        expectOrphaned(Never.self, loss, stage)
+    }
+
+    private func expectOrphaned<Failure: Error>(_ type: Failure.Type, _ loss: Loss, _ stage: Stage) {
+        let live = LiveCount()
+        var keep: [any Sendable] = []
+        let tail = stage.stage(after: loss.root(type, tracking: live, keep: &keep))
+        let tracked = LifetimeTracked(live)
+        tail.upon(.immediate) { _ in _ = tracked }
+        _ = consume tracked
+        keep.removeAll()
+        #expect(live.value == 0, "\(type): the handlers are released")
+        #expect(tail.peek() == nil)
+        // What readers see of an orphaned attempt.
+        #expect(tail.wait(for: .milliseconds(2)) == nil, "a wait times out as usual")
+        let late = LifetimeTracked(live)
+        tail.upon(.immediate) { _ in _ = late }
+        #expect(live.value == 1, "a later handler is released at once, unrun")
+        _ = consume late
+        tail.cancel()
+        #expect(tail.isCancelled, "cancel() says so")
+        #expect(tail.peek() == nil, "an orphaned attempt never gets a result")
+    }
+
+    @Test(arguments: Loss.allCases, Stage.allCases)
+    func aFailureTypeThatCanSayAbandonedFailsInstead(_ loss: Loss, _ stage: Stage) {
+        let live = LiveCount()
+        var keep: [any Sendable] = []
+        let typed = stage.stage(after: loss.root(Abandonable.self, tracking: live, keep: &keep))
+        let untyped = stage.stage(after: loss.root((any Error).self, tracking: live, keep: &keep))
+        keep.removeAll()
+        #expect(typed.wait(for: .seconds(10)) == .failure(.abandoned))
+        #expect(untyped.wait(for: .seconds(10))?.failureValue is AbandonedError)
+        #expect(live.value == 0)
+    }
+
+    @Test func aCancelledTaskWaitingOnAnOrphanedAttemptThrowsTheCancellationError() async {
+        var keep: [any Sendable] = []
+        let attempt = Loss.writer.root(TestError.self, tracking: LiveCount(), keep: &keep).map(upon: .immediate) { $0 }
+        let waiting = Task { try await attempt.get() }
+        keep.removeAll()
+        #expect(attempt.peek() == nil)
+        waiting.cancel()
+        await #expect(throws: TestError.cancelled) { try await waiting.value }
+    }
+
+    @Test func aTaskThatStartsWaitingAfterTheOrphaningThrowsWhenCancelled() async {
+        var keep: [any Sendable] = []
+        let attempt = Loss.bridgedFuture.root(TestError.self, tracking: LiveCount(), keep: &keep)
+        keep.removeAll()
+        let waiting = Task { try await attempt.get() }
+        waiting.cancel()
+        await #expect(throws: TestError.cancelled) { try await waiting.value }
+    }
+
+    // MARK: Joins with one input orphaned
+
+    /// What the other input of a join does.
+    enum Other: String, CaseIterable, CustomTestStringConvertible {
+        case succeeds, fails, pending
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Other.allCases)
+    func joinsWithAnOrphanedInputAreDecidedByTheOthersOrOrphaned(_ other: Other) {
+        for join in ["allSucceeded", "and", "firstSucceeded"] {
+            var keep: [any Sendable] = []
+            let orphaned = Loss.writer.root(TestError.self, tracking: LiveCount(), keep: &keep)
+            let second = HeldWriter<Int, TestError>()
+            let joined: Attempt<Int, TestError> =
+                switch join {
+                case "allSucceeded": [orphaned, second.attempt].allSucceeded().map(upon: .immediate) { $0[1] }
+                case "and": Stage.second(of: orphaned.and(second.attempt))
+                default: [orphaned, second.attempt].firstSucceeded()
+                }
+            let live = LiveCount()
+            let tracked = LifetimeTracked(live)
+            joined.upon(.immediate) { _ in _ = tracked }
+            _ = consume tracked
+            keep.removeAll()
+            switch other {
+            case .succeeds:
+                second.succeed(with: 7)
+                // Only firstSucceeded can finish without the orphaned input.
+                #expect(joined.peek() == (join == "firstSucceeded" ? .success(7) : nil), "\(join)")
+                #expect(live.value == 0, "\(join): decided or orphaned, its handler is gone")
+            case .fails:
+                second.fail(with: .failed(1))
+                #expect(joined.peek() == (join == "firstSucceeded" ? nil : .failure(.failed(1))), "\(join)")
+                #expect(live.value == 0, "\(join): decided or orphaned, its handler is gone")
+            case .pending:
+                #expect(joined.peek() == nil, "\(join)")
+                #expect(live.value == 1, "\(join): the other input can still decide it")
+                second.fail(with: .failed(2))
+                #expect(live.value == 0, "\(join)")
+            }
+        }
+    }
+
+    // MARK: Depth
+
+    @Test func aDeepChainBelowALostWriterIsOrphanedWithoutOverflowingTheStack() async {
+        let depth = TestSize.current.depth
+        let (result, released) = await onDeepStack("attempt map chain, orphaned") {
+            let live = LiveCount()
+            var held: HeldWriter<Int, TestError>? = HeldWriter()
+            var tail = held!.attempt
+            for _ in 0..<depth {
+                tail = tail.map(upon: .immediate) { $0 + 1 }
+            }
+            let tracked = LifetimeTracked(live)
+            tail.upon(.immediate) { _ in _ = tracked }
+            _ = consume tracked
+            held = nil
+            return (tail.peek(), live.value == 0)
+        }
+        #expect(result == nil)
+        #expect(released)
+    }
+}
