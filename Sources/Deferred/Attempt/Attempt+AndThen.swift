@@ -136,14 +136,27 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         } else if !Step.runs(for: input) {
             node.passOn(input, in: &queue)
         } else if let executor = node.executor {
+            let guarded = SubmittedBody(node)
             executor.submit {
                 var queue = DrainQueue()
-                node.start(input, in: &queue)
+                guarded.node.start(input, in: &queue)
                 queue.drain()
             }
         } else {
             node.start(input, in: &queue)
         }
+    }
+
+    @usableFromInline
+    override internal func dropUnrunStep() {
+        body = nil
+    }
+
+    /// The step starts the next attempt and follows it: its body never ran if it still holds
+    /// the closure.
+    @usableFromInline
+    override internal var isWaitingForDroppedBody: Bool {
+        body != nil
     }
 
     /// Decides this attempt as cancelled, since its source was with `input`; returns `false`,

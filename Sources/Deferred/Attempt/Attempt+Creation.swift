@@ -62,9 +62,10 @@ extension Attempt {
     ///   - executor: Where `work` runs.
     ///   - work: Computes the success, or throws the failure.
     public init(upon executor: some Executor, catching work: @escaping @Sendable () throws(Failure) -> Success) {
-        let node = AttemptNode<Success, Failure>(cancellation: nil)
+        let guarded = SubmittedBody(AttemptNode<Success, Failure>(cancellation: nil))
+        let node = guarded.node
         executor.submit {
-            node.runStep { Result(catching: work) }
+            guarded.node.runStep { Result(catching: work) }
         }
         self.init(node: node)
     }

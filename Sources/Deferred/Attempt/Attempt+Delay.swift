@@ -66,11 +66,12 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard node.pending.exchangeUnlessTagged(SlotValue(passed)).exchanged else {
             return  // Cancelled already.
         }
+        let guarded = SubmittedBody(node)
         executor.submit(after: node.delay) {
-            guard let delayed = node.pending.takeAndTag().object else {
+            guard let delayed = guarded.node.pending.takeAndTag().object else {
                 return
             }
-            node.runStep { delayed.value }
+            guarded.node.runStep { delayed.value }
         }
     }
 

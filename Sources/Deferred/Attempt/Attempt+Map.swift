@@ -265,9 +265,10 @@ where Step.Output == Step.Success {
     @inlinable
     internal func run(on input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
         if let executor = place.executor {
-            executor.submit { [self] in
+            let guarded = SubmittedBody(self)
+            executor.submit {
                 var queue = DrainQueue()
-                start(input, cancelled: cancelled, in: &queue)
+                guarded.node.start(input, cancelled: cancelled, in: &queue)
                 queue.drain()
             }
         } else {
@@ -295,6 +296,11 @@ where Step.Output == Step.Success {
         } else {
             receive(input, in: &queue)
         }
+    }
+
+    @usableFromInline
+    override internal func dropUnrunStep() {
+        body = nil
     }
 
     /// Runs the step unless this attempt was decided or is no longer needed.

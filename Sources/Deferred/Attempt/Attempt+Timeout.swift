@@ -1,4 +1,5 @@
 public import Dispatch
+public import Synchronization
 
 extension Attempt {
     /// Returns an attempt that finishes like this one if it finishes within `limit`, and
@@ -14,7 +15,8 @@ extension Attempt {
     /// the work stopped; so do the callbacks of every attempt derived from the new one (a
     /// `map`, a `delay`, a join that still waits), which no longer hold the work.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
-    /// was dropped early is released early. On a Dispatch queue, an attempt that finishes or is
+    /// was dropped early is released early; one whose source lets go of it (its writer was lost)
+    /// while attempts derived from it wait keeps itself until the limit passes. On a Dispatch queue, an attempt that finishes or is
     /// cancelled before the limit also withdraws the limit, which then costs nothing more.
     ///
     /// - Parameters:
@@ -40,8 +42,9 @@ extension Attempt {
                 DispatchTimers.shared.schedule(timer)
                 limited.hold(timer)
             } else {
-                executor.submit(after: limit) { [weak limited] in
-                    limited?.expire()
+                let guarded = LimitBody(limited)
+                executor.submit(after: limit) {
+                    guarded.node?.expire()
                 }
             }
         }
@@ -95,6 +98,17 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @usableFromInline
     internal let timer = AtomicReference<DispatchTimer>()
 
+    /// This node itself, while only its pending limit can still decide it for the consumers it
+    /// has: stored when its source lets go of it (see ``detachDownstream(to:)``), tagged once it
+    /// is decided.
+    @usableFromInline
+    internal let keptForLimit = AtomicReference<ChainNode>()
+
+    /// How many of its two deciders, its source and its limit, may still decide it; the one
+    /// that is lost last orphans it.
+    @usableFromInline
+    internal let decidersLeft = Atomic<Int>(2)
+
     @inlinable
     internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
         pending = AtomicReference(SlotValue(failure))
@@ -109,6 +123,43 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     ) {
         forward(source, node, result, &queue)
         TimeoutAttemptNode.linked(node).withdrawTimer()
+    }
+
+    /// Its source let go of it (released or orphaned) while its consumers still wait: unless its
+    /// limit is lost too, the node keeps itself until the limit decides it.
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        if !isDecided, !pending.isEmpty, StorageState(rawValue: state.load(ordering: .acquiring)).hasPendingHandlers {
+            let (stored, decided) = keptForLimit.storeIfEmpty(self)
+            if stored && !decided {
+                return
+            }
+            if stored {
+                _ = keptForLimit.takeAndTag()
+            }
+        }
+        super.detachDownstream(to: &nodes)
+    }
+
+    /// Lets go of this node's hold on itself, once it is decided.
+    @usableFromInline
+    internal func releaseKeptForLimit() {
+        _ = keptForLimit.takeAndTag()
+    }
+
+    /// The limit's body was released without running: only the source can decide this attempt
+    /// now, and if it is lost too, the attempt is orphaned.
+    @usableFromInline
+    internal func limitLost() {
+        guard pending.takeAndTag().object != nil else {
+            return  // It fired, or the attempt was decided.
+        }
+        if decidersLeft.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            var nodes = ReleaseStack()
+            loseDeciders(to: &nodes)
+            nodes.releaseAll()
+        }
+        releaseKeptForLimit()
     }
 
     /// Keeps the limit's timer, to withdraw it when the attempt is decided otherwise.
@@ -138,17 +189,43 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
             queue.parkingCompletions { queue in
                 _ = decide(.failure(error), cancelled: false, in: &queue)
             }
+            releaseKeptForLimit()
         }
     }
 
-    /// Its source was orphaned: the limit still decides this attempt, so it stays pending.
+    /// Its source was orphaned: unless its limit is lost too, the limit still decides this
+    /// attempt, which stays pending.
     @usableFromInline
-    override internal func lostDecider(to nodes: inout ReleaseStack) {}
+    override internal func lostDecider(to nodes: inout ReleaseStack) {
+        if decidersLeft.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            loseDeciders(to: &nodes)
+        }
+    }
 
     @usableFromInline
     override internal func dropPendingWork() {
         _ = pending.takeAndTag()
         withdrawTimer()
+        releaseKeptForLimit()
+    }
+}
+
+/// What the body of a limit measured by an executor other than a Dispatch queue captures: the
+/// attempt, weakly (so that an attempt decided or dropped early is released early); released
+/// unrun (an executor that stopped, a clock that never moves), it tells the attempt that its
+/// limit is lost.
+@usableFromInline
+internal struct LimitBody<Success: Sendable, Failure: Error>: ~Copyable, Sendable {
+    @usableFromInline
+    internal weak var node: TimeoutAttemptNode<Success, Failure>?
+
+    @inlinable
+    internal init(_ node: TimeoutAttemptNode<Success, Failure>) {
+        self.node = node
+    }
+
+    deinit {
+        node?.limitLost()
     }
 }
 

@@ -11,11 +11,12 @@ import Synchronization
 /// is told in the same loop and is orphaned in turn (or, where another decider remains, such as
 /// a limit or another input of a join, stays pending), so a chain of any depth is released
 /// without recursion.
-extension AttemptNode {
+extension AttemptNode: SubmittingNode {
     /// Orphans this attempt, or fails it as abandoned where its failure type can say so, and
     /// whatever thereby loses its last decider.
     @usableFromInline
     internal final func loseDeciders(to nodes: inout ReleaseStack) {
+        defer { dropUnrunStep() }
         guard
             let error = abandonedError(
                 AbandonedError(

@@ -86,9 +86,9 @@ import Testing
         }
         _ = consume tracked
         keep.removeAll()
-        // A timeout stays pending: its limit can still decide it.
-        let orphaned = kind != .timeout
-        #expect(live.value == (orphaned ? 0 : 1), "the handlers and the producer's cancel handler are released")
+        // The kinds' timeout measures its limit on a clock that drops the limit's body: it has
+        // lost both its deciders too.
+        #expect(live.value == 0, "the handlers and the producer's cancel handler are released")
         #expect(root.peek() == nil && tail.peek() == nil)
         #expect(delivered.value == 0)
     }
@@ -150,6 +150,52 @@ import Testing
         let waiting = Task { try await attempt.get() }
         waiting.cancel()
         await #expect(throws: TestError.cancelled) { try await waiting.value }
+    }
+
+    // MARK: Bodies an executor drops
+
+    /// A body an attempt submits to an executor to be decided.
+    enum Body: String, CaseIterable, CustomTestStringConvertible {
+        case work, map, mapError, recover, andThen, fallback, delay
+
+        var testDescription: String { rawValue }
+
+        func attempt<Failure: Error>(
+            upon under: ExecutorUnderTest, succeeded: Attempt<Int, Failure>, failed: Attempt<Int, Failure>
+        ) -> Attempt<Int, Failure> {
+            switch self {
+            case .work: Attempt(upon: under.executor) { () throws(Failure) in 1 }
+            case .map: succeeded.map(upon: under.executor) { $0 + 1 }
+            case .mapError: failed.mapError(upon: under.executor) { $0 }
+            case .recover: failed.recover(upon: under.executor) { _ in 1 }
+            case .andThen: succeeded.andThen(upon: under.executor) { Attempt(succeededWith: $0) }
+            case .fallback: failed.fallback(upon: under.executor) { _ in Attempt(succeededWith: 1) }
+            case .delay: succeeded.delay(by: .milliseconds(1), upon: under.scheduling)
+            }
+        }
+    }
+
+    /// The executors that drop bodies: a shut-down thread, and an invalidated token's executor.
+    static let stoppable: [ExecutorKind] = ExecutorKind.allCases.filter { $0.makeStoppable() != nil }
+
+    @Test(arguments: stoppable, Body.allCases)
+    func anAttemptWhoseBodyAStoppedExecutorDropsIsOrphaned(_ kind: ExecutorKind, _ body: Body) throws {
+        let stoppable = try #require(kind.makeStoppable())
+        stoppable.stop()
+        let live = LiveCount()
+        let orphaned = body.attempt(
+            upon: stoppable.under, succeeded: Attempt<Int, TestError>(succeededWith: 1),
+            failed: Attempt(failedWith: .failed(1)))
+        let tail = orphaned.map(upon: .immediate) { $0 }
+        let tracked = LifetimeTracked(live)
+        tail.upon(.immediate) { _ in _ = tracked }
+        _ = consume tracked
+        #expect(live.value == 0, "the dropped body orphaned the attempt and what only it decided")
+        #expect(orphaned.peek() == nil && tail.peek() == nil)
+        let untyped = body.attempt(
+            upon: stoppable.under, succeeded: Attempt<Int, any Error>(succeededWith: 1),
+            failed: Attempt(failedWith: TestError.failed(1)))
+        #expect(untyped.peek()?.failureValue is AbandonedError, "an any Error attempt fails as abandoned")
     }
 
     // MARK: Joins with one input orphaned
