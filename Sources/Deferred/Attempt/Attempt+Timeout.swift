@@ -125,20 +125,34 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
         TimeoutAttemptNode.linked(node).withdrawTimer()
     }
 
-    /// Its source let go of it (released or orphaned) while its consumers still wait: unless its
-    /// limit is lost too, the node keeps itself until the limit decides it.
+    /// Its source let go of it (released) while its consumers still wait: unless its limit is
+    /// lost, the node keeps itself until the limit decides it.
+    ///
+    /// The limit counts as alive while ``decidersLeft`` counts it, also while it is firing (its
+    /// failure taken, its decision not yet published). A decision on its way (the limit revived
+    /// the node through its weak reference) runs the handlers itself, so they are left to it: the
+    /// node's last release then finds none.
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        if !isDecided, !pending.isEmpty, StorageState(rawValue: state.load(ordering: .acquiring)).hasPendingHandlers {
-            let (stored, decided) = keptForLimit.storeIfEmpty(self)
-            if stored && !decided {
-                return
-            }
-            if stored {
-                _ = keptForLimit.takeAndTag()
-            }
+        if isDecided || (decidersLeft.load(ordering: .acquiring) == 2 && keepForLimit()) {
+            return
         }
         super.detachDownstream(to: &nodes)
+    }
+
+    /// Makes this node keep itself until its limit decides it, unless it is decided; returns
+    /// whether it does.
+    @usableFromInline
+    internal func keepForLimit() -> Bool {
+        guard !isDecided else {
+            return false
+        }
+        let (stored, decided) = keptForLimit.storeIfEmpty(self)
+        if stored && decided {
+            _ = keptForLimit.takeAndTag()  // Decided meanwhile: its decision let go already.
+            return false
+        }
+        return true
     }
 
     /// Lets go of this node's hold on itself, once it is decided.
@@ -193,12 +207,15 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
         }
     }
 
-    /// Its source was orphaned: unless its limit is lost too, the limit still decides this
-    /// attempt, which stays pending.
+    /// Its source was orphaned while something else holds this node: unless its limit is lost
+    /// too, the limit still decides this attempt, which keeps itself until then, whoever lets go
+    /// of it meanwhile.
     @usableFromInline
     override internal func lostDecider(to nodes: inout ReleaseStack) {
         if decidersLeft.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
             loseDeciders(to: &nodes)
+        } else {
+            _ = keepForLimit()
         }
     }
 
