@@ -815,9 +815,9 @@ final class Once<Value: Sendable>: Sendable {
 
     /// A lost writer of a failure type with only a cancellation error orphans its attempt.
     ///
-    /// Such a type (`DeferredAttempt(cancellationError:)`) cannot say "abandoned". The attempt never gets a result, a wait
-    /// times out, the producer's cancel handler is released unrun, and a later `cancel()` only
-    /// says so.
+    /// Such a type (`DeferredAttempt(cancellationError:)`) cannot say "abandoned". The attempt
+    /// never gets a result, a wait times out, the producer's cancel handler is released unrun,
+    /// and a later `cancel()` only says so.
     @Test func aLostWriterOfAPlainErrorTypeOrphansItsAttempt() {
         enum Plain: Error, Equatable { case stop }
         let attempt: Attempt<Int, Plain>

@@ -16,8 +16,9 @@ extension Attempt {
     /// `map`, a `delay`, a join that still waits), which no longer hold the work.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early; one whose source lets go of it (its writer was lost)
-    /// while attempts derived from it wait keeps itself until the limit passes. On a Dispatch queue, an attempt that finishes or is
-    /// cancelled before the limit also withdraws the limit, which then costs nothing more.
+    /// while attempts derived from it wait keeps itself until the limit passes. On a Dispatch
+    /// queue, an attempt that finishes or is cancelled before the limit also withdraws the limit,
+    /// which then costs nothing more.
     ///
     /// - Parameters:
     ///   - limit: How long to wait.

@@ -241,25 +241,4 @@ import Testing
             }
         }
     }
-
-    // MARK: Depth
-
-    @Test func aDeepChainBelowALostWriterIsOrphanedWithoutOverflowingTheStack() async {
-        let depth = TestSize.current.depth
-        let (result, released) = await onDeepStack("attempt map chain, orphaned") {
-            let live = LiveCount()
-            var held: HeldWriter<Int, TestError>? = HeldWriter()
-            var tail = held!.attempt
-            for _ in 0..<depth {
-                tail = tail.map(upon: .immediate) { $0 + 1 }
-            }
-            let tracked = LifetimeTracked(live)
-            tail.upon(.immediate) { _ in _ = tracked }
-            _ = consume tracked
-            held = nil
-            return (tail.peek(), live.value == 0)
-        }
-        #expect(result == nil)
-        #expect(released)
-    }
 }

@@ -17,8 +17,9 @@ import Testing
 /// registrant that finds the storage published, and none runs; every party, including a losing
 /// fill that waits for the publication, finds the storage published in the end, so nothing
 /// waits for a publication that never comes. (A cancellation is a fill at this level, and a
-/// wait is a registrant whose handler wakes it when run or dropped.) Chunks are made small here (one or two slots, growing
-/// to two or four), so that few handlers fill them and every path of a chunk is taken.
+/// wait is a registrant whose handler wakes it when run or dropped.) Chunks are made small here
+/// (one or two slots, growing to two or four), so that few handlers fill them and every path of
+/// a chunk is taken.
 @Suite struct StorageProtocolModelTests {
     /// Fills, and the handlers each registrant adds in turn.
     @Test(arguments: [
