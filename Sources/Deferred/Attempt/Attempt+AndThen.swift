@@ -106,8 +106,12 @@ internal final class FollowingAttemptNode<Step: AttemptStep>: AttemptNode<Step.S
     @unchecked Sendable
 where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, Step.Failure> {
     /// Where the step runs; `nil` stands for the immediate executor.
+    ///
+    /// Taken by the single run of the source's handler that submits the step, as in
+    /// ``StepAttemptNode``.
+    @exclusivity(unchecked)
     @usableFromInline
-    internal let executor: (any Executor)?
+    internal var executor: (any Executor)?
 
     /// The user's closure, until it runs or is dropped; taken by one owner at a time, as in
     /// ``StepAttemptNode``.
@@ -135,7 +139,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
             return
         } else if !Step.runs(for: input) {
             node.passOn(input, in: &queue)
-        } else if let executor = node.executor {
+        } else if let executor = node.executor.take() {
             let guarded = SubmittedBody(node)
             executor.submit {
                 var queue = DrainQueue()

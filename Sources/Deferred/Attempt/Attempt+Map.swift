@@ -214,9 +214,12 @@ extension AttemptNode {
 internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: AttemptNode<Step.Success, Step.Failure>,
     @unchecked Sendable
 where Step.Output == Step.Success {
-    /// Where the step runs.
+    /// Where the step runs; its executor is taken by the single run of the source's handler
+    /// that submits the step, so that an executor that only the pending step keeps (a manual
+    /// executor dropped with the step queued) is not kept by a cycle through this node.
+    @exclusivity(unchecked)
     @usableFromInline
-    internal let place: Place
+    internal var place: Place
 
     /// The user's closure, until it runs or is dropped.
     @exclusivity(unchecked)
@@ -264,7 +267,7 @@ where Step.Output == Step.Success {
     /// as cancelled if `cancelled`.
     @inlinable
     internal func run(on input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
-        if let executor = place.executor {
+        if let executor = place.takeExecutor() {
             let guarded = SubmittedBody(self)
             executor.submit {
                 var queue = DrainQueue()
@@ -317,8 +320,8 @@ where Step.Output == Step.Success {
 /// Where a ``StepAttemptNode`` runs its step.
 @usableFromInline
 internal protocol StepPlace: Sendable {
-    /// The executor to submit the step to, or `nil` to run it at once.
-    var executor: (any Executor)? { get }
+    /// Takes the executor to submit the step to, or `nil` to run it at once.
+    mutating func takeExecutor() -> (any Executor)?
 }
 
 /// Runs a step at once, where its source's result arrives; stores nothing.
@@ -329,7 +332,7 @@ internal struct InPlace: StepPlace {
     internal init() {}
 
     @inlinable
-    internal var executor: (any Executor)? { nil }
+    internal mutating func takeExecutor() -> (any Executor)? { nil }
 }
 
 /// Submits a step to an executor.
@@ -337,7 +340,7 @@ internal struct InPlace: StepPlace {
 @usableFromInline
 internal struct OnExecutor: StepPlace {
     @usableFromInline
-    internal let target: any Executor
+    internal var target: (any Executor)?
 
     @inlinable
     internal init(_ target: any Executor) {
@@ -345,7 +348,7 @@ internal struct OnExecutor: StepPlace {
     }
 
     @inlinable
-    internal var executor: (any Executor)? { target }
+    internal mutating func takeExecutor() -> (any Executor)? { target.take() }
 }
 
 extension Attempt {

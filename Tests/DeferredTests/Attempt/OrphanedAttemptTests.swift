@@ -1,4 +1,5 @@
 import Deferred
+import DeferredExecutors
 import Dispatch
 import Synchronization
 import TestSupport
@@ -163,14 +164,21 @@ import Testing
         func attempt<Failure: Error>(
             upon under: ExecutorUnderTest, succeeded: Attempt<Int, Failure>, failed: Attempt<Int, Failure>
         ) -> Attempt<Int, Failure> {
+            attempt(upon: under.executor, scheduling: under.scheduling, succeeded: succeeded, failed: failed)
+        }
+
+        func attempt<Failure: Error>(
+            upon executor: any Executor, scheduling: any SchedulingExecutor, succeeded: Attempt<Int, Failure>,
+            failed: Attempt<Int, Failure>
+        ) -> Attempt<Int, Failure> {
             switch self {
-            case .work: Attempt(upon: under.executor) { () throws(Failure) in 1 }
-            case .map: succeeded.map(upon: under.executor) { $0 + 1 }
-            case .mapError: failed.mapError(upon: under.executor) { $0 }
-            case .recover: failed.recover(upon: under.executor) { _ in 1 }
-            case .andThen: succeeded.andThen(upon: under.executor) { Attempt(succeededWith: $0) }
-            case .fallback: failed.fallback(upon: under.executor) { _ in Attempt(succeededWith: 1) }
-            case .delay: succeeded.delay(by: .milliseconds(1), upon: under.scheduling)
+            case .work: Attempt(upon: executor) { () throws(Failure) in 1 }
+            case .map: succeeded.map(upon: executor) { $0 + 1 }
+            case .mapError: failed.mapError(upon: executor) { $0 }
+            case .recover: failed.recover(upon: executor) { _ in 1 }
+            case .andThen: succeeded.andThen(upon: executor) { Attempt(succeededWith: $0) }
+            case .fallback: failed.fallback(upon: executor) { _ in Attempt(succeededWith: 1) }
+            case .delay: succeeded.delay(by: .milliseconds(1), upon: scheduling)
             }
         }
     }
@@ -196,6 +204,32 @@ import Testing
             upon: stoppable.under, succeeded: Attempt<Int, any Error>(succeededWith: 1),
             failed: Attempt(failedWith: TestError.failed(1)))
         #expect(untyped.peek()?.failureValue is AbandonedError, "an any Error attempt fails as abandoned")
+    }
+
+    /// A manual executor and a virtual clock released with the body still queued: nothing else
+    /// keeps them (the stage lets go of its executor once it has submitted its step), so the body
+    /// goes with them and orphans its attempt.
+    @Test(arguments: Body.allCases)
+    func anAttemptWhoseBodyIsQueuedOnAReleasedExecutorIsOrphaned(_ body: Body) {
+        let live = LiveCount()
+        var tails: [Attempt<Int, TestError>] = []
+        do {
+            let clock = VirtualTimeExecutor()
+            let places: [(any Executor, any SchedulingExecutor)] = [(ManualExecutor(), clock), (clock, clock)]
+            for (executor, scheduling) in places {
+                let tail = body.attempt(
+                    upon: executor, scheduling: scheduling, succeeded: Attempt<Int, TestError>(succeededWith: 1),
+                    failed: Attempt(failedWith: .failed(1))
+                ).map(upon: .immediate) { $0 }
+                let tracked = LifetimeTracked(live)
+                tail.upon(.immediate) { _ in _ = tracked }
+                _ = consume tracked
+                tails.append(tail)
+            }
+            #expect(live.value == 2, "pending while the executors live")
+        }
+        #expect(live.value == 0, "the executors went, and with them the bodies: both attempts are orphaned")
+        #expect(tails.allSatisfy { $0.peek() == nil })
     }
 
     // MARK: Joins with one input orphaned
