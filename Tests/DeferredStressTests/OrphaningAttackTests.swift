@@ -409,6 +409,9 @@ extension StressSuites {
             #expect(
                 tail.wait(for: .seconds(5)) == .failure(.timedOut),
                 "a stage after the timeout stage (its handler was released at once, unrun: \(releasedAtOnce))")
+            // The wait sees the result as it is published; the filler runs the handler after.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while runs.value == 0, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
             #expect(runs.value == 1)
         }
 
