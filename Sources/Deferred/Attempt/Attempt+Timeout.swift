@@ -135,7 +135,13 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     /// node's last release then finds none.
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
-        if isDecided || (decidersLeft.load(ordering: .acquiring) == 2 && keepForLimit()) {
+        if decidersLeft.load(ordering: .acquiring) == 2 {
+            // Kept, or decided meanwhile (its decision runs the handlers), or its limit was lost
+            // meanwhile (its last release then drops them).
+            _ = keepForLimit()
+            return
+        }
+        if isDecided {
             return
         }
         super.detachDownstream(to: &nodes)
