@@ -88,7 +88,7 @@ extension StressSuites {
             )
             #expect(runs.value == 1)
             #expect(live.value == 0)
-            consumer = Attempt(success: 0)
+            consumer = Attempt(succeededWith: 0)
         }
 
         /// A kept timeout releases everything once its limit fires, once the clock is released
@@ -243,8 +243,8 @@ extension StressSuites {
             #expect(timed.peek() == .success(6), "timed is \(String(describing: timed.peek()))")
             #expect(timedRuns.value == 1)
             #expect(live.value == 0, "\(live.value) handlers held")
-            timed = Attempt(success: 0)
-            delayed = Attempt(success: 0)
+            timed = Attempt(succeededWith: 0)
+            delayed = Attempt(succeededWith: 0)
         }
 
         // MARK: Bodies that ran
@@ -287,7 +287,7 @@ extension StressSuites {
             let runs = [Counter(), Counter(), Counter()]
             init(thread: ThreadExecutor) {
                 mapped = writer.attempt.map(upon: thread) { $0 + 1 }
-                then = writer.attempt.andThen(upon: thread) { Attempt(success: $0 + 2) }
+                then = writer.attempt.andThen(upon: thread) { Attempt(succeededWith: $0 + 2) }
                 made = Attempt(upon: thread) { () throws(TestError) -> Int in 3 }
                 for (attempt, runs) in zip([mapped, then, made], runs) {
                     DroppedBodyAttackTests.track(attempt, live, runs)
@@ -340,7 +340,7 @@ extension StressSuites {
             init(executor: some SchedulingExecutor, stop: @escaping @Sendable () -> Void) {
                 self.stop = stop
                 let writer = HeldWriter<Int, TestError>()
-                let inner = Attempt<Int, TestError>(success: 10)
+                let inner = Attempt<Int, TestError>(succeededWith: 10)
                 let liveRef = live
                 let runsRef = runs
                 let attemptsRef = attempts
@@ -443,7 +443,7 @@ extension StressSuites {
                     clock = nil
                 }
                 let result = tail.peek()
-                tail = Attempt(success: 0)
+                tail = Attempt(succeededWith: 0)
                 return "\(String(describing: result)) runs \(runs.value) live \(live.value)"
             }
             if ending == "advance" {
@@ -480,7 +480,7 @@ extension StressSuites {
                     slot.succeed(1)  // the first delay's timer is dropped unrun
                 }
                 let result = tail.peek()
-                tail = Attempt(success: 0)
+                tail = Attempt(succeededWith: 0)
                 return "\(String(describing: result)) runs \(runs.value) live \(live.value)"
             }
             #expect(outcome == "nil runs 0 live 0")
