@@ -267,7 +267,9 @@ where Step.Output == Step.Success {
     /// as cancelled if `cancelled`.
     @inlinable
     internal func run(on input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
-        if let executor = place.takeExecutor() {
+        // A place that runs in place stores nothing and is never written: a write to an empty
+        // field would be one at the address of whatever follows it.
+        if !Place.runsInPlace, let executor = place.takeExecutor() {
             let guarded = SubmittedBody(self)
             executor.submit {
                 var queue = DrainQueue()
@@ -320,6 +322,9 @@ where Step.Output == Step.Success {
 /// Where a ``StepAttemptNode`` runs its step.
 @usableFromInline
 internal protocol StepPlace: Sendable {
+    /// Whether every step placed so runs at once, with no executor to take.
+    static var runsInPlace: Bool { get }
+
     /// Takes the executor to submit the step to, or `nil` to run it at once.
     mutating func takeExecutor() -> (any Executor)?
 }
@@ -330,6 +335,9 @@ internal protocol StepPlace: Sendable {
 internal struct InPlace: StepPlace {
     @inlinable
     internal init() {}
+
+    @inlinable
+    internal static var runsInPlace: Bool { true }
 
     @inlinable
     internal mutating func takeExecutor() -> (any Executor)? { nil }
@@ -346,6 +354,9 @@ internal struct OnExecutor: StepPlace {
     internal init(_ target: any Executor) {
         self.target = target
     }
+
+    @inlinable
+    internal static var runsInPlace: Bool { false }
 
     @inlinable
     internal mutating func takeExecutor() -> (any Executor)? { target.take() }
