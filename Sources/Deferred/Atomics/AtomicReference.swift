@@ -78,6 +78,33 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (stored, observed & Self.tagBit != 0)
     }
 
+    /// Stores `object`, marked if `marked`, if the slot holds none and its tag is not set;
+    /// returns whether it did. On failure the caller still owns `object`.
+    @inlinable
+    internal func storeIfEmptyAndUntagged(_ object: Object, marked: Bool) -> Bool {
+        let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
+        let (_, stored) = bits.update { observed in
+            observed == 0 ? new : nil
+        }
+        if !stored {
+            Self.release(new)
+        }
+        return stored
+    }
+
+    /// Sets the tag and takes the object out, unless it is marked: a marked object stays in the
+    /// slot until the slot is destroyed, and is returned without being taken.
+    @inlinable
+    internal func tagTakingUnmarked() -> (taken: Object?, kept: Object?) {
+        let (observed, _) = bits.update { observed in
+            observed & Self.markBit != 0 ? observed | Self.tagBit : Self.tagBit
+        }
+        if observed & Self.markBit != 0 {
+            return (nil, Self.borrow(observed))
+        }
+        return (Self.take(observed), nil)
+    }
+
     /// Sets the tag; returns the object in the slot (without taking it) and whether the tag was
     /// set already.
     @inlinable

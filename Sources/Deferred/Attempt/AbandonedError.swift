@@ -82,7 +82,6 @@ extension AttemptNode {
             orphan()
             return
         }
-        settleIfUnneeded()
         decide(.failure(error))
     }
 

@@ -97,10 +97,10 @@ extension Attempt {
 /// An attempt that waits for its source, then for another attempt that a step starts from the
 /// source's result: the node behind `andThen` and `fallback`.
 ///
-/// It owns its hub. While it waits for the source, the hub holds a unit of the source's demand;
-/// once the step has started the next attempt, the hub holds a unit of the next attempt's
-/// demand instead. Cancelling it, or giving up every unit on its hub, releases whichever unit it
-/// holds, which cancels that attempt unless something else needs it.
+/// While it waits for the source, it holds a unit of the source's demand; once the step has
+/// started the next attempt, a unit of the next attempt's demand instead. Cancelling it, or
+/// its last consumer giving up, releases whichever unit it holds, which cancels that attempt
+/// unless something else needs it.
 @usableFromInline
 internal final class FollowingAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>,
     @unchecked Sendable
@@ -123,8 +123,7 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
     internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, body: @escaping Step.Body) {
         self.executor = executor
         self.body = body
-        super.init(owningHubWith: source.node.cancellation)
-        hold(source.node)
+        super.init(holding: source.node.heldByConsumer(), cancellation: source.node.cancellation)
     }
 
     /// The link step that the source's handler runs.
@@ -182,11 +181,11 @@ where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, St
         decide(Step.passedOn(input), cancelled: false, in: &queue)
     }
 
-    /// Runs the step unless this attempt was decided or is no longer needed, then follows the
-    /// attempt it started.
+    /// Runs the step unless this attempt was decided (cancelled, or nobody needs it), then
+    /// follows the attempt it started.
     @inlinable
     internal func start(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        guard mayStartStep(in: &queue), let body = body.take() else {
+        guard mayStartStep, let body = body.take() else {
             body = nil
             return
         }

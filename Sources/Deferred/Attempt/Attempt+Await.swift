@@ -23,16 +23,14 @@ extension Attempt {
     nonisolated(nonsending)
         public func get() async throws(Failure) -> Success
     {
-        if let result = node.settledPeek() {
+        if let result = node.peek() {
             return try result.get()
         }
-        // A task that may give up continues the path of a stage that shares its source's
-        // demand: it takes over the unit the stage holds for itself, so that when the task gives
-        // up, nothing is left that needs the stage.
-        guard let unit = node.takeUnit(forOwner: true) else {
-            // Decided, or being decided: wait for the result, or, if the attempt was orphaned
-            // and never gets one, until the task is cancelled.
-            node.settleIfUnneeded()
+        // A task that may give up holds a unit of the attempt's demand, so that when it gives
+        // up, the attempt stops unless something else needs it.
+        guard node.takeUnit() else {
+            // Decided, being decided, or stopped: wait for the result, or, if the attempt was
+            // orphaned and never gets one, until the task is cancelled.
             let result: Result<Success, Failure>
             do {
                 result = try await Future(storage: node).value(awaitedBy: AsyncWaiter())
@@ -45,6 +43,7 @@ extension Attempt {
             return try result.get()
         }
         let result: Result<Success, Failure>
+        let unit = DemandUnit(node)
         let waiter = DemandReleasingWaiter<Result<Success, Failure>>(unit)
         do {
             // The waiter gives the unit back as the result is delivered, on the thread that
@@ -52,11 +51,9 @@ extension Attempt {
             // needs by the time it returns, without waiting for this task to run again.
             result = try await Future(storage: node).value(awaitedBy: waiter)
         } catch {
-            // The awaiting task was cancelled: stop needing the attempt, then report it. A stage
-            // that nothing needs any more is decided as cancelled now, letting go of what it
-            // holds (a delay's result).
+            // The awaiting task was cancelled: stop needing the attempt (which stops it unless
+            // something else needs it), then report it.
             unit.release()
-            node.settleIfUnneeded()
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }

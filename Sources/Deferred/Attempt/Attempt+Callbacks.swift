@@ -88,10 +88,9 @@ extension Attempt {
     internal func resultToDeliverInPlace(on executor: some Executor) -> Result<Success, Failure>? {
         node.pin()
         guard executor.runsInPlace else {
-            node.settleIfUnneeded()
             return nil
         }
-        return node.settledPeek()
+        return node.peek()
     }
 }
 
@@ -168,7 +167,6 @@ extension Attempt {
     /// is cancelled by the time `body` would start there.
     private func deliverOnMainActor(_ body: @escaping @MainActor @Sendable (Result<Success, Failure>) -> Void) {
         node.pin()
-        node.settleIfUnneeded()
         node.add(
             .sourcedCallback(MainActorExecutor.shared) { source, result in
                 if !AttemptNode<Success, Failure>.source(source).isCancelledFlag {

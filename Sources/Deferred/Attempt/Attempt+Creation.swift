@@ -42,7 +42,7 @@ extension Attempt {
                 node.decide(.failure(error))
             }
         }
-        node.consumerHub().onCancel { task.cancel() }
+        node.onCancel { task.cancel() }
         self.init(node: node)
     }
 

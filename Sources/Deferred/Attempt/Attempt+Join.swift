@@ -95,8 +95,8 @@ extension Attempt {
     }
 }
 
-/// A join of several attempts: owns a hub that holds one unit of demand per input, and stores
-/// what each input delivers.
+/// A join of several attempts: holds one unit of demand per input (see ``HeldInputs``), and
+/// stores what each input delivers.
 @usableFromInline
 internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
@@ -114,7 +114,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     @usableFromInline
     internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
         remaining = Atomic(count)
-        super.init(owningHubWith: cancellation)
+        super.init(cancellation: cancellation)
     }
 
     /// Counts the arrival of an input's result: whether it was the last, and if so whether an
@@ -148,33 +148,28 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         fatalError("abstract")
     }
 
-    /// Makes the hub hold a unit of demand of each of `inputs`; called once, before the inputs
-    /// are linked, so that a join that fails at once still releases them.
+    /// Holds a unit of demand of each of `inputs`; called once, before the inputs are linked,
+    /// so that a join that fails at once still releases them.
     @usableFromInline
     internal final func holdDemand(of inputs: [any DemandSource]) {
         holdDemand(of: inputs) { $0 }
     }
 
-    /// Makes the hub hold a unit of demand of each of `inputs`, whose demand `source` gives,
-    /// without collecting the sources first; see ``holdDemand(of:)``.
+    /// Holds a unit of demand of each of `inputs`, whose demand `source` gives, without
+    /// collecting the sources first; see ``holdDemand(of:)``.
     @inlinable
     internal final func holdDemand<Inputs: Collection>(
         of inputs: Inputs, _ source: (Inputs.Element) -> any DemandSource
     ) {
-        var units: [DemandUnit] = []
-        units.reserveCapacity(inputs.count)
+        var held: [ChainNode] = []
+        held.reserveCapacity(inputs.count)
         for input in inputs {
-            let demand = source(input)
-            if let unit = demand.takeUnit(forOwner: true) {
-                units.append(unit)
-            } else {
-                demand.settleIfUnneeded()
+            if let node = source(input).heldByConsumer() {
+                held.append(node)
             }
         }
-        if !consumerHub().holdUpstream(units).held {
-            for unit in units {
-                unit.release()
-            }
+        if !held.isEmpty {
+            hold(taken: HeldInputs(held))
         }
     }
 
@@ -367,14 +362,3 @@ internal enum JoinArrival {
     case lastAfterLoss
 }
 
-/// An attempt node seen without its types: what a join needs to hold demand on inputs of
-/// different types.
-@usableFromInline
-internal protocol DemandSource: AnyObject {
-    /// See ``AttemptNode/takeUnit(forOwner:)``.
-    func takeUnit(forOwner: Bool) -> DemandUnit?
-    /// See ``AttemptNode/settleIfUnneeded()``.
-    func settleIfUnneeded()
-}
-
-extension AttemptNode: DemandSource {}

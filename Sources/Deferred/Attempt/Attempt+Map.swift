@@ -125,11 +125,7 @@ extension Attempt {
         // Converted here, where the types are concrete: generic inference in `derive` will not
         // widen a non-throwing closure to `throws(NewFailure)`.
         let body: Step.Body = transform
-        let mapped = derive(Step.self, upon: executor, body: body, cancellation: cancellation)
-        if cancellation == nil && !CancellationErrorSource<NewFailure>.hasTypeDefault {
-            mapped.node.settleSourceOnceUnneeded(node)
-        }
-        return mapped
+        return derive(Step.self, upon: executor, body: body, cancellation: cancellation)
     }
 
     /// Returns an attempt that succeeds with this attempt's value, or with the value
@@ -179,31 +175,12 @@ extension Attempt {
 
 }
 
-extension AttemptNode {
-    /// Has `source` decide as soon as nothing needs this attempt any more, for an attempt that
-    /// cannot fail by cancellation (a `mapError` into a plain failure type): it finishes with its
-    /// step's translation of the source's cancellation, so the source must not wait to be read.
-    ///
-    /// The handler holds the source weakly: a hub must not keep the attempts above it alive.
-    @usableFromInline
-    internal final func settleSourceOnceUnneeded<SourceSuccess, SourceFailure>(
-        _ source: AttemptNode<SourceSuccess, SourceFailure>
-    ) {
-        guard !isDecided, !source.isDecided, source.cancellationError != nil else {
-            return  // Either decided already, or a source that cannot fail by cancellation either.
-        }
-        consumerHub().onCancel { [weak source] in
-            source?.settleIfUnneeded()
-        }
-    }
-}
-
-/// A transparent attempt whose result its step computes from its source's result, once: the
+/// A stage whose result its step computes from its source's result, once: the
 /// node behind `map`, `mapError` and `recover`.
 ///
 /// When the source's result arrives, the node either passes it on at once (a failure past a
 /// `map`, a success past a `recover`, and every cancellation) or runs its step on its executor,
-/// unless it has been decided (cancelled) or nobody needs it by the time the step would start.
+/// unless it has been decided (cancelled, or nobody needs it) by the time the step would start.
 ///
 /// The step is taken by the single run of the source's handler, or by the one body that
 /// handler submits, so it has one owner at a time.
@@ -235,7 +212,7 @@ where Step.Output == Step.Success {
     ) {
         self.place = place
         self.body = body
-        super.init(derived: source.shareDemand(), cancellation: cancellation)
+        super.init(holding: source.node.heldByConsumer(), cancellation: cancellation)
     }
 
     /// The link step that the source's handler runs.
@@ -308,13 +285,13 @@ where Step.Output == Step.Success {
         body = nil
     }
 
-    /// Runs the step unless this attempt was decided or is no longer needed.
+    /// Runs the step unless this attempt was decided (cancelled, say).
     @inlinable
     internal func start(_ input: Result<Step.Input, Step.InputFailure>, cancelled: Bool, in queue: inout DrainQueue) {
-        if mayStartStep(in: &queue), let body = body.take() {
+        if mayStartStep, let body = body.take() {
             decide(Step.run(body, on: input), cancelled: cancelled, in: &queue)
         } else {
-            body = nil  // Decided or unneeded: release the closure now.
+            body = nil  // Decided: release the closure now.
         }
     }
 }

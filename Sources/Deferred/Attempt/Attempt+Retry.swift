@@ -97,11 +97,6 @@ extension Attempt {
                 start: start),
             cancellation: first.node.cancellation
         )
-        // Nothing needing the loop any more cancels it now, not when its backoff ends, so that the
-        // work's captures go at once. Weak: the hub must not keep its own attempt alive.
-        retrying.consumerHub().onCancel { [weak retrying] in
-            retrying?.giveUp()
-        }
         retrying.begin(first.node)
         return Attempt(node: retrying)
     }
@@ -192,7 +187,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
         failureSlot = AtomicReference()
         executor = plan.executor
-        super.init(owningHubWith: cancellation)
+        super.init(cancellation: cancellation)
     }
 
     /// Follows `attempt`, the first attempt of the work, in a drain of its own.
@@ -228,12 +223,12 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         _ = failureSlot.takeAndTag()
     }
 
-    /// Stops the loop once nothing needs it: decides it as cancelled, or, for a failure type
-    /// without a cancellation error, drops the plan at once and finishes with the last try's
-    /// failure if the loop holds one (else the try in flight finishes it).
-    fileprivate func giveUp() {
-        settleIfUnneeded()
-        guard !isDecided else {
+    /// Stops the loop once nothing needs it, or it is cancelled, so that the work's captures go
+    /// at once, not when its backoff ends: a type with a cancellation error was decided as
+    /// cancelled already; for one without, the plan is dropped and the loop finishes with the
+    /// last try's failure if it holds one (else the try in flight finishes it).
+    override func demandEnded(_ end: DemandEnd) {
+        guard end == .stop, !isDecided else {
             return
         }
         _ = planSlot.takeAndTag()  // No retry follows: the work's captures go now.
@@ -281,8 +276,8 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     }
 
     /// Whether the loop may go on: it is pending and something needs it.
-    private func mayGoOn(in queue: inout DrainQueue) -> Bool {
-        mayStartStep(in: &queue) && !isUnneeded
+    private var mayGoOn: Bool {
+        mayStartStep && !isStopped
     }
 
     /// Asks the plan whether the last try's failure is worth a retry, and schedules it or
@@ -293,7 +288,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard let failure = failureSlot.exchangeUnlessTagged(nil).previous?.value else {
             return  // Cancelled or given up meanwhile, which decided the attempt.
         }
-        guard mayGoOn(in: &queue), let box = takePlan() else {
+        guard mayGoOn, let box = takePlan() else {
             endGivenUp(with: failure, in: &queue)
             return
         }
@@ -314,7 +309,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         }
         // The loop no longer waits on the failed attempt: let go of it now, so that what it waited
         // on (the work a time limit gave up on) stops before the backoff, not as the next starts.
-        consumerHub().holdUpstream(nil).previous.release()
+        hold(taken: nil)
         // The timer holds the node, not the plan: a cancellation before it fires releases the
         // work's captures at once.
         plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: retries)) { [self] in
@@ -328,7 +323,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         defer { queue.drain() }
         // Kept only for a type without a cancellation error.
         let failure = failureSlot.exchangeUnlessTagged(nil).previous?.value
-        guard mayGoOn(in: &queue), let box = takePlan() else {
+        guard mayGoOn, let box = takePlan() else {
             endGivenUp(with: failure, in: &queue)
             return
         }

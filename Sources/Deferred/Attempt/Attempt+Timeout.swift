@@ -32,7 +32,7 @@ extension Attempt {
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
         let limited = TimeoutAttemptNode<Success, Failure>(
-            derived: shareDemand(ownHub: true), cancellation: node.cancellation, failure: error)
+            holding: node.heldByConsumer(), cancellation: node.cancellation, failure: error)
         let attempt = attach(limited, TimeoutAttemptNode.receive)
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
@@ -78,8 +78,7 @@ extension Attempt where Failure == any Error {
 /// The node of an attempt's `timeout`: finishes with its source's result, or with its failure
 /// when the limit passes first.
 ///
-/// It has a hub of its own, holding the path unit on its source's (see
-/// ``Attempt/shareDemand(ownHub:)``), so that deciding lets go of the source at once. The failure
+/// Like every stage, it holds its source, so that deciding lets go of the source at once. The failure
 /// waits in ``pending``, not in the timer's body, which holds the node only weakly: once the
 /// attempt is decided, or dropped, the timer keeps nothing of it. A limit measured by a Dispatch
 /// queue waits in ``timer``, and is withdrawn as the attempt is decided otherwise.
@@ -111,9 +110,9 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     internal let decidersLeft = Atomic<Int>(2)
 
     @inlinable
-    internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
+    internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
         pending = AtomicReference(SlotValue(failure))
-        super.init(derived: demand, cancellation: cancellation)
+        super.init(holding: source, cancellation: cancellation)
     }
 
     /// The link step that the source's handler runs: decides with the source's result, and

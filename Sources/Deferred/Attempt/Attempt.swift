@@ -106,14 +106,13 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     @inlinable
     public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Result<Success, Failure>) -> Void) {
         node.pin()
-        node.settleIfUnneeded()
         node.upon(executor, execute: body)
     }
 
     /// Returns the result if the attempt has finished, or `nil` at once if it has not.
     @inlinable
     public func peek() -> Result<Success, Failure>? {
-        node.settledPeek()
+        node.peek()
     }
 
     /// Blocks the calling thread until the attempt finishes or `time` passes.
@@ -126,22 +125,21 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// - Returns: The result, or `nil` if `time` passed first.
     @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
     public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
-        if let result = node.settledPeek() {
+        if let result = node.peek() {
             return result
         }
-        guard let unit = node.takeUnit(forOwner: false) else {
-            node.settleIfUnneeded()
+        guard node.takeUnit() else {
             return node.wait(until: time)
         }
         // A wait that ends, by a result or a timeout, gives its unit back as a reader.
-        defer { unit.release(returning: true) }
+        defer { DemandUnit(node).release(givingBack: true) }
         return node.wait(until: time)
     }
 
     /// Whether the attempt has finished.
     @inlinable
     public var isFilled: Bool {
-        node.settledPeek() != nil
+        node.peek() != nil
     }
 
     /// Whether the attempt was cancelled: by ``cancel()``, because an attempt it depends on was

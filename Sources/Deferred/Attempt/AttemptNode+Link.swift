@@ -2,13 +2,13 @@ extension AttemptNode {
     // MARK: The link layer's entry points for attempts
 
     /// Decides this attempt with what `step` returns, in a drain of its own, if a step of this
-    /// attempt may still start (see ``mayStartStep(in:)``); otherwise `step` never runs.
+    /// attempt may still start (see ``mayStartStep``); otherwise `step` never runs.
     ///
     /// What an executor runs for an attempt's step (`Attempt(upon:catching:)`, a delay's timer) calls this.
     @inlinable
     internal final func runStep(_ step: () -> Result<Success, Failure>) {
         var queue = DrainQueue()
-        if mayStartStep(in: &queue) {
+        if mayStartStep {
             decide(step(), cancelled: false, in: &queue)
         }
         queue.drain()
@@ -46,41 +46,20 @@ extension AttemptNode {
 }
 
 extension AttemptNode {
-    /// Makes this owner's hub hold a unit of `source`'s demand, in place of whatever it held;
-    /// returns `false`, holding nothing, if this attempt no longer waits for anything.
-    @inlinable
-    @discardableResult
-    internal final func hold<SourceSuccess, SourceFailure>(_ source: AttemptNode<SourceSuccess, SourceFailure>) -> Bool
-    {
-        let unit = source.takeUnit(forOwner: true)
-        let (held, previous) = consumerHub().holdUpstream(unit)
-        previous.release()
-        guard held else {
-            unit?.release()
-            return false
-        }
-        if unit == nil {
-            source.settleIfUnneeded()
-        }
-        return true
-    }
-
     /// Finishes this attempt with `next`'s result once it has one, holding `next`'s demand
-    /// until then; decides it as cancelled instead if nobody needs it any more.
+    /// until then.
     ///
     /// A `next` that has finished passes its result on at once.
     @inlinable
     internal final func follow(_ next: AttemptNode, in queue: inout DrainQueue) {
         if let result = next.peek() {
-            // Finished already (`Attempt(succeededWith:)`, say): there is no demand to hold on it, and
-            // the units this attempt holds upstream are released when it is decided. (An orphaned
-            // `next` has no result: linking to it below orphans this attempt.)
+            // Finished already (`Attempt(succeededWith:)`, say): there is no demand to hold on it.
+            // (An orphaned `next` has no result: linking to it below orphans this attempt.)
             decide(passing: result, sourceCancelled: next.isCancelledFlag, in: &queue)
             return
         }
-        guard hold(next) else {
-            _ = decideCancelled(in: &queue)
-            return
+        if !hold(next), decideCancelled(in: &queue) {
+            return  // Stopped meanwhile: nobody needs `next` through this attempt.
         }
         next.link(self, in: &queue, AttemptNode.forward)
     }
@@ -140,39 +119,6 @@ extension AttemptNode {
 }
 
 extension Attempt {
-    /// The demand for a transparent attempt derived from this one.
-    ///
-    /// The new attempt is the next stage on this attempt's path, with the path unit (handed
-    /// over or new); or, if another stage continues the path already, it starts a hub of its
-    /// own holding a unit here. If nobody needed this attempt any more, it is decided as
-    /// cancelled and the new attempt holds nothing.
-    ///
-    /// A stage that may decide before its source (a time limit) asks for a hub of its own
-    /// (`ownHub`), holding the path unit here: when it decides, it releases that unit at once,
-    /// so the work above it stops unless something else needs it, whatever is derived from it.
-    @inlinable
-    internal func shareDemand(ownHub: Bool = false) -> DerivedDemand {
-        guard !node.isDecided else {
-            // This attempt has its result: the new one needs nothing upstream, and taking a
-            // unit here would make the stages above it needed again.
-            return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
-        }
-        let hub = node.consumerHub()
-        let (depth, continuesPath) = node.takeUnit(on: hub, continuingPath: true)
-        if depth == nil {
-            node.settleIfUnneeded()
-            if node.isDecided {
-                // Decided meanwhile (a timeout that fired, say), releasing what it held.
-                return DerivedDemand(hub: nil, flags: AttemptFlags.ownsHub)
-            }
-        }
-        guard continuesPath && !ownHub else {
-            return node.branch(holding: depth, on: hub)
-        }
-        return DerivedDemand(
-            hub: hub, flags: (depth == nil ? 0 : AttemptFlags.holdsUnit) | AttemptFlags.depth(node.depth + 1))
-    }
-
     /// Links `derived` to this attempt with `step`, running it at once if this attempt has
     /// finished, and returns it as an attempt.
     @inlinable

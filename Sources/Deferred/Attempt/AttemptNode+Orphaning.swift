@@ -5,9 +5,9 @@ import Synchronization
 ///
 /// An orphaned attempt is decided: its storage is published without a value (see
 /// ``DeferredStorage/publishOrphaned(to:)``), so its handlers are released unrun, `peek()` stays
-/// `nil`, a wait times out, and a later `cancel()` only sets `isCancelled`. Its demand is
-/// settled as a finished attempt's is, so the producer's cancel handlers are released unrun and
-/// what it held upstream is let go. Each stage that waited on it only through the dropped links
+/// `nil`, a wait times out, and a later `cancel()` only sets `isCancelled`. Its demand settles
+/// as a finished attempt's does, so the producer's cancel handlers are released unrun and what
+/// it held upstream is let go. Each stage that waited on it only through the dropped links
 /// is told in the same loop and is orphaned in turn (or, where another decider remains, such as
 /// a limit or another input of a join, stays pending), so a chain of any depth is released
 /// without recursion.
@@ -25,7 +25,6 @@ extension AttemptNode: SubmittingNode {
             orphan(to: &nodes)
             return
         }
-        settleIfUnneeded()
         decide(.failure(error))
     }
 
@@ -40,32 +39,18 @@ extension AttemptNode: SubmittingNode {
     /// Orphans this attempt unless it is decided, handing the nodes of its links to `nodes` as
     /// lost.
     ///
-    /// Like ``decide(_:cancelled:in:)``, an attempt with a hub of its own settles it first; if
-    /// the hub was cancelled for lack of demand before, the attempt is decided as cancelled
-    /// instead where its failure type has a cancellation error, since its producer was told to
-    /// stop.
+    /// Like ``decide(_:cancelled:in:)``: for a failure type without a cancellation error that
+    /// stopped first, its stopper ends the demand.
     @usableFromInline
     internal final func orphan(to nodes: inout ReleaseStack) {
         guard claimFillAcquiring() else {
             return
         }
-        guard ownsHub, let settled = hubSlot.withBorrowedObject({ $0.settle() }) ?? hubSlot.setTag().object?.settle()
-        else {
+        if cancellation.hasNoCancellationError() && !updateDemand({ $0.settling(cancelled: false) }) {
             publishOrphaned(to: &nodes)
-            releaseDemandOnceDecided(cancelled: false)
-            dropPendingWork()
-            return
-        }
-        if settled {
-            publishOrphaned(to: &nodes)
-            hubSlot.withBorrowedObject { $0.finishSettled() }
-        } else if let error = cancellationError {
-            flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
-            var queue = DrainQueue()
-            publish(.failure(error), in: &queue)
-            queue.drain()
         } else {
             publishOrphaned(to: &nodes)
+            endDemand(.settle, to: &nodes)
         }
         dropPendingWork()
     }

@@ -1,103 +1,105 @@
 public import Synchronization
 
 /// The storage of one attempt: a node of the core's link layer whose value is the attempt's
-/// `Result`, plus what cancellation needs.
+/// `Result`, plus what cancellation needs: its demand and what it holds upstream.
 ///
 /// An attempt is decided once, like any storage: by a completion (`succeed`, `fail`, a step's
-/// result) or by a cancellation, whichever claims the fill first. A cancellation also sets the
-/// *cancelled* flag before the result is published, so everyone who sees the failure also sees
-/// that it was a cancellation; `cancel()` after the attempt finished sets only the flag, which
-/// withdraws the success and failure callbacks that have not started.
+/// result), by a cancellation, or by an orphaning, whichever claims the fill first. A
+/// cancellation also sets the *cancelled* flag before the result is published, so everyone who
+/// sees the failure also sees that it was a cancellation; `cancel()` after the attempt finished
+/// sets only the flag, which withdraws the success and failure callbacks that have not started.
 ///
-/// Three roles, fixed when the node is made:
-/// - A *root* (`DeferredAttempt`, `Attempt(upon:catching:)` and the like) owns a hub, made on first use,
-///   where its dependents hold demand and its producer's cancel handlers wait.
-/// - A *transparent* node (`map`, `mapError`, `recover`, `delay`) shares its source's
-///   hub, a level deeper on its path (see ``DemandState``): it lives and dies with its source,
-///   holding the path unit there until a dependent continues the path. A second transparent
-///   node derived from the same attempt starts a hub of its own instead, holding a unit on its
-///   source's hub as an owner does.
-/// - An *owner* (`andThen`, `fallback`, `retry`, the joins) owns a hub whose units upstream are
-///   the attempts it waits for; it switches them as it moves on. A `timeout` is transparent in
-///   what it passes on but starts a hub of its own, holding the path unit of its source's, so
-///   that it lets go of its source as soon as its limit passes.
+/// Each attempt counts its own consumers (see ``DemandState``) and holds, in ``upstream``, what
+/// it needs in turn: the attempt it is derived from (a `map`, a `timeout`), the one it waits for
+/// now (an `andThen`, a `retry`, a shared run's caller), its inputs (a join), or, for a root, its
+/// producer's cancel handlers. So every stage knows its source. When its demand ends (it is
+/// decided, or it stops because nobody needs it), it lets go of what it holds at once, on behalf
+/// of everything below it, and a source whose last consumer left stops in turn, in one loop.
+///
+/// A stage holds its source while its source's handler list holds the stage: each link is a
+/// cycle until one of them is decided or orphaned (guarantee 17), which breaks it.
 ///
 /// `@unchecked Sendable` is sound as for every storage (see ``DeferredStorage``): the fields
 /// added here are atomics or never change after `init`.
 @usableFromInline
 internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Success, Failure>>, @unchecked Sendable {
-    /// See ``AttemptFlags``.
+    /// See ``DemandState``.
     @usableFromInline
     internal let flags: Atomic<UInt>
 
-    /// The hub where dependents of this attempt hold demand: its own (a root's is made on first
-    /// use) or its source's.
-    ///
-    /// The tag marks an owner that has finished.
-    ///
-    /// The node needs no `deinit` of its own: the slot's releases the hub, whose own `deinit`
-    /// releases what it holds upstream through a ``ReleaseStack``, so dropping a node goes a
-    /// level or two deep whatever the chain above it.
-    ///
-    /// A release that finds the node unreferenced detaches only its handlers and leaves the hub
-    /// here: a pending time limit holds the node weakly and may revive it at that moment to
-    /// decide it, which reads the hub (see ``ChainNode/detachDownstream(to:)``).
+    /// What this attempt holds upstream while its demand lasts: a source whose unit it holds
+    /// (any ``ChainNode`` that counts demand), its inputs' units (``HeldInputs``), or, marked,
+    /// its producer's ``CancelHandlers``. Tagged once its demand ends; see
+    /// ``endDemand(_:)``.
     @usableFromInline
-    internal let hubSlot: AtomicReference<AttemptHub>
+    internal let upstream: AtomicReference<ChainNode>
 
     /// Where the cancellation error comes from, or `nil` for the failure type's own.
     @usableFromInline
     internal let cancellation: CancellationErrorSource<Failure>?
 
-    /// Creates a pending root, whose hub is made on first use.
+    /// Creates a pending attempt that holds nothing upstream yet.
     @inlinable
     internal init(cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(AttemptFlags.ownsHub)
-        hubSlot = AtomicReference()
+        flags = Atomic(DemandState.initial.rawValue)
+        upstream = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
 
-    /// Creates a pending owner with a hub of its own.
+    /// Creates a pending attempt that holds a unit of `source`'s demand (see
+    /// ``AttemptNode/takeUnit()``), or nothing if `source` is `nil`.
     @inlinable
-    internal init(owningHubWith cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(AttemptFlags.ownsHub)
-        hubSlot = AtomicReference(AttemptHub(pinned: false))
+    internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?) {
+        flags = Atomic(DemandState.initial.rawValue)
+        upstream = AtomicReference(source)
         self.cancellation = cancellation
         super.init()
     }
 
-    /// Creates a pending transparent node with the demand its source gave it.
-    @inlinable
-    internal init(derived demand: DerivedDemand, cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(demand.flags)
-        hubSlot = AtomicReference(demand.hub)
-        self.cancellation = cancellation
-        super.init()
-    }
-
-    /// Creates a root that has finished with `result`.
+    /// Creates an attempt that has finished with `result`.
     @inlinable
     internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(AttemptFlags.ownsHub)
-        hubSlot = AtomicReference(nil, tagged: true)
+        flags = Atomic(DemandState.finished.rawValue)
+        upstream = AtomicReference(nil, tagged: true)
         self.cancellation = cancellation
         super.init(filledWith: result)
     }
 
-    /// Whether the hub in ``hubSlot`` is this attempt's own: a flag rather than a field of its
-    /// own, which would make a `map` node too large for the allocator's fast bins.
-    @inlinable
-    internal final var ownsHub: Bool {
-        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).has(AttemptFlags.ownsHub)
+    deinit {
+        // Only a node released pending holds anything here: its consumers are gone, so what it
+        // held no longer has it as a consumer.
+        if let held = upstream.take() {
+            var nodes = ReleaseStack()
+            nodes.pushUnit(held)
+            nodes.releaseAll()
+        }
     }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        super.detachDownstream(to: &nodes)
+        if let held = upstream.take() {
+            nodes.pushUnit(held)
+        }
+    }
+
+    @usableFromInline
+    override internal final func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
+        releaseOwnUnit(givingBack: givingBack, to: &nodes)
+    }
+
+    /// What a node does as its demand ends, besides letting go of what it holds (a retry stops
+    /// its loop, a shared run reports its end); called once, by the caller that ended it.
+    @usableFromInline
+    internal func demandEnded(_ end: DemandEnd) {}
 
     // MARK: Deciding
 
     /// Whether the cancelled flag is set.
     @inlinable
     internal final var isCancelledFlag: Bool {
-        AttemptFlags(rawValue: flags.load(ordering: .acquiring)).has(AttemptFlags.cancelled)
+        DemandState(rawValue: flags.load(ordering: .acquiring)).has(DemandState.cancelled)
     }
 
     /// Whether this attempt has been decided, or is being decided.
@@ -109,11 +111,15 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Decides this attempt unless it is decided already; returns whether this call decided it
     /// with `result`.
     ///
-    /// An attempt with a hub of its own settles it first, so that nothing released while the
-    /// pending handlers run (through `queue`) can cancel it any more; if the hub was cancelled
-    /// for lack of demand before that, the attempt is decided as cancelled instead, so that a
-    /// producer told to stop never also delivers. A cancellation is published first and then
-    /// released, so the producer's cancel handlers see the result.
+    /// Its demand ends as it is published (see ``endDemand(_:)``): it lets go of what it holds
+    /// upstream before a `queue` that is running (or parking, as a time limit's is) runs a single
+    /// handler, so the work above that nothing else needs is told to stop first.
+    ///
+    /// Who ends the demand: for a failure type with a cancellation error, whoever claims the
+    /// fill (a stop that loses the claim does nothing more, so a producer told to stop never also
+    /// delivers). Without one, a stop cannot decide, so the demand word says which came first
+    /// (see ``DemandState/settling(cancelled:)``): if the attempt stopped first, its stopper
+    /// ends the demand and the producer's result is published all the same.
     @inlinable
     @discardableResult
     internal final func decide(_ result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue) -> Bool
@@ -121,47 +127,19 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         guard claimFillAcquiring() else {
             return false
         }
-        guard !cancelled else {
-            flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
-            publish(result, in: &queue)
-            // After the publication: what it releases may run code that reads this attempt.
-            dropPendingWork()
-            releaseDemandOnceDecided(cancelled: true)
-            return true
-        }
-        // The node keeps its hub while it runs, so the hub is borrowed, not retained. The tag
-        // tells a hub made later that the attempt finished: a hub made already needs none.
-        guard ownsHub, let settled = hubSlot.withBorrowedObject({ $0.settle() }) ?? hubSlot.setTag().object?.settle()
-        else {
-            publish(result, in: &queue)
-            releaseDemandOnceDecided(cancelled: false)
-            return true
-        }
-        if settled {
-            publish(result, in: &queue)
-            hubSlot.withBorrowedObject { $0.finishSettled() }
-            return true
-        }
-        return decideAfterLosingDemand(result, in: &queue)
-    }
-
-    /// Decides this attempt after its hub was cancelled for lack of demand.
-    ///
-    /// The caller claimed the fill. The attempt is decided as cancelled if its failure type has
-    /// a cancellation error, else with `result`; returns whether it was decided with `result`.
-    ///
-    /// Apart from ``decide(_:cancelled:in:)`` so that the common path makes no `Failure?` or
-    /// `Result` of its own (unoptimized, their metadata would be looked up on every call).
-    @usableFromInline
-    internal final func decideAfterLosingDemand(_ result: Result<Success, Failure>, in queue: inout DrainQueue) -> Bool
-    {
-        if let error = cancellationError {
-            flags.bitwiseOr(AttemptFlags.cancelled | AttemptFlags.decidedCancelled, ordering: .releasing)
-            publish(.failure(error), in: &queue)
-            dropPendingWork()
-            return false
+        if cancellation.hasNoCancellationError() {
+            guard updateDemand({ $0.settling(cancelled: cancelled) }) else {
+                publish(result, in: &queue)
+                return true
+            }
+        } else if cancelled {
+            flags.bitwiseOr(DemandState.cancelled | DemandState.decidedCancelled, ordering: .releasing)
         }
         publish(result, in: &queue)
+        endDemand(.settle)
+        if cancelled {
+            dropPendingWork()
+        }
         return true
     }
 
@@ -220,91 +198,55 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         return decide(.failure(error), cancelled: true, in: &queue)
     }
 
-    /// Cancels this attempt: decides it as cancelled if it is pending, and in any case withdraws
-    /// its success and failure callbacks that have not started.
+    /// Cancels this attempt: stops it if it is pending (see ``stop(to:)``), and in any case
+    /// withdraws its success and failure callbacks that have not started.
     ///
     /// Returns only once the result is visible, whoever decided it.
     @usableFromInline
     internal final func cancel() {
-        var queue = DrainQueue()
-        if decideCancelled(in: &queue) {
-            queue.drain()
-            return
+        var nodes = ReleaseStack()
+        if let error = cancellationError {
+            if claimFillAcquiring() {
+                decideStopped(with: error, to: &nodes)
+                nodes.releaseAll()
+                return
+            }
+            flags.bitwiseOr(DemandState.cancelled, ordering: .releasing)
+        } else if updateDemand({ $0.cancelling() }) {
+            endDemand(.stop, to: &nodes)
+            nodes.releaseAll()
         }
-        flags.bitwiseOr(AttemptFlags.cancelled, ordering: .releasing)
         if isDecided {
             awaitPublication()
-        } else {
-            // The failure type has no cancellation error: the attempt finishes with its own
-            // result, but nobody waits for what it waits for any more.
-            releaseDemand(cancelled: true)
         }
     }
 
-    /// Decides this attempt as cancelled if nobody needs it any more: its hub was cancelled
-    /// for lack of demand while it was pending, or, for a stage on a path, nothing holds a unit
-    /// that needs it.
+    /// Whether a step of this attempt may start now: it is pending.
     @inlinable
-    internal final func settleIfUnneeded() {
-        guard !isDecided, isUnneeded else {
-            return
-        }
-        var queue = DrainQueue()
-        _ = decideCancelled(in: &queue)
-        queue.drain()
+    internal final var mayStartStep: Bool {
+        !isDecided
     }
 
-    /// Whether nobody needs this attempt any more: its own hub was cancelled for lack of
-    /// demand, or, for a stage on its source's path, ``AttemptHub/needs(depth:)`` says so.
-    ///
-    /// Reads the hub without retaining it: a node takes its hub out of ``hubSlot`` only when it
-    /// is destroyed, and the caller is running one of its methods.
+    /// Whether this attempt's producer was told to stop: it was decided as cancelled, or, for a
+    /// failure type without a cancellation error, nobody needs it any more or it was cancelled.
     @inlinable
-    @inline(__always)
-    internal final var isUnneeded: Bool {
-        let observed = AttemptFlags(rawValue: flags.load(ordering: .relaxed))
-        return hubSlot.withBorrowedObject { hub in
-            observed.has(AttemptFlags.ownsHub) ? hub.isCancelled : !hub.needs(depth: observed.depth)
-        } ?? false
-    }
-
-    /// Whether a step of this attempt may start now: it is pending and still needed.
-    ///
-    /// An attempt that nobody needs any more is decided as cancelled here instead.
-    @inlinable
-    internal final func mayStartStep(in queue: inout DrainQueue) -> Bool {
-        guard !isDecided else {
-            return false
-        }
-        if isUnneeded, decideCancelled(in: &queue) {
-            return false
-        }
-        return !isDecided
+    internal final var isStopped: Bool {
+        let state = DemandState(rawValue: flags.load(ordering: .acquiring))
+        return cancellation.hasNoCancellationError() ? state.isStopped : state.has(DemandState.decidedCancelled)
     }
 
     // MARK: Reading
 
     /// Whether the attempt was cancelled; once this is `true`, the result is visible.
     ///
-    /// A decision under way is awaited first: its decider may yet find the attempt's demand
-    /// gone and decide it as cancelled, and a reader told of that (a time limit's callback
-    /// that stopped the work) must not see it neither cancelled nor finished.
+    /// A decision under way is awaited first: it may yet find the attempt stopped and decide
+    /// it as cancelled, and a reader told of that (a time limit's callback that stopped the
+    /// work) must not see it neither cancelled nor finished.
     @inlinable
     internal final var isCancelled: Bool {
-        settleIfUnneeded()
         if isDecided && !isFilled {
             awaitPublication()
         }
         return isCancelledFlag
-    }
-
-    /// The result, if the attempt has finished.
-    @inlinable
-    internal final func settledPeek() -> Result<Success, Failure>? {
-        if let result = peek() {
-            return result
-        }
-        settleIfUnneeded()
-        return peek()
     }
 }

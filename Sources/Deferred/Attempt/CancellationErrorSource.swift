@@ -30,8 +30,9 @@ internal final class CancellationErrorSource<Failure: Error>: Sendable {
         return nil
     }
 
-    /// Whether `Failure` says itself how a cancellation fails.
-    @usableFromInline
+    /// Whether `Failure` says itself how a cancellation fails; folded away where the type is
+    /// known.
+    @inlinable
     internal static var hasTypeDefault: Bool {
         Failure.self is any CancellableError.Type || Failure.self == (any Error).self
     }
@@ -56,6 +57,13 @@ private func equals<Value: Equatable>(_ lhs: Value, _ other: some Any) -> Bool {
 }
 
 extension Optional {
+    /// Whether an attempt with this source cannot fail by cancellation: no error given, and
+    /// none of the failure type's own.
+    @inlinable
+    internal func hasNoCancellationError<Failure>() -> Bool where Wrapped == CancellationErrorSource<Failure> {
+        self == nil && !CancellationErrorSource<Failure>.hasTypeDefault
+    }
+
     /// The cancellation error from this source, or the failure type's own.
     @usableFromInline
     internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorSource<Failure> {

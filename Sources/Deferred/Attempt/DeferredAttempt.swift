@@ -155,7 +155,6 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     @inlinable
     @discardableResult
     public func fill(with result: Result<Success, Failure>) -> Bool {
-        node.settleIfUnneeded()
         guard node.decide(result) else {
             node.awaitPublication()
             return false
@@ -191,7 +190,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     ///
     /// - Parameter handler: Stops the work.
     public func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        node.consumerHub().onCancel(handler)
+        node.onCancel(handler)
     }
 
     /// Whether the attempt was cancelled.
@@ -205,7 +204,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     /// Whether the attempt has finished.
     @inlinable
     public var isFilled: Bool {
-        node.settledPeek() != nil
+        node.peek() != nil
     }
 
     /// Calls `body` with the result, on `executor`, once the attempt has finished.
@@ -223,7 +222,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     /// Returns the result if the attempt has finished, or `nil` at once if it has not.
     @inlinable
     public func peek() -> Result<Success, Failure>? {
-        node.settledPeek()
+        node.peek()
     }
 
     /// Blocks the calling thread until the attempt finishes or `time` passes.

@@ -109,12 +109,14 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     ) -> Attempt<Success, Failure> {
         let found = table.find(
             key,
-            join: { run in run.takeUnit(forOwner: false) },
-            makeRun: { generation in
-                let run = AttemptNode<Success, Failure>(owningHubWith: nil)
-                run.reportEnd(of: key, generation: generation, to: table)
-                // A new hub was made with the node: the first unit is never refused.
-                return (run, run.takeUnit(forOwner: false).unsafelyUnwrapped)
+            join: { run in run.takeUnit() ? DemandUnit(run) : nil },
+            makeRun: { [table] generation in
+                let run = SharedRunAttemptNode<Success, Failure> { [weak table] run, stopped in
+                    table?.ended(key, generation: generation, keeping: stopped ? nil : run.peek())
+                }
+                // The run is new: its first unit is never refused.
+                _ = run.takeUnit()
+                return (run, DemandUnit(run))
             })
         switch found {
         case .kept(let result):
@@ -128,7 +130,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
             // here: its callers are parked until the run has reported its end to the table, so
             // that none sees the result while the key still leads to the run.
             queue.parkingCompletions { queue in
-                if run.mayStartStep(in: &queue) {
+                if run.mayStartStep {
                     run.follow(start(key).node, in: &queue)
                 }
             }
@@ -163,27 +165,34 @@ extension AttemptNode {
     /// decided or cancelled.
     @inlinable
     internal final func caller(holding unit: DemandUnit) -> AttemptNode {
-        let caller = AttemptNode(owningHubWith: nil)
-        // The caller's hub is new: it holds the unit.
-        _ = caller.consumerHub().holdUpstream(unit)
+        let caller = AttemptNode(holding: unit.node, cancellation: nil)
         add(.sourcedLink(caller, AttemptNode.forward))
         return caller
     }
+}
 
-    /// Reports to `table` when this run ends: cancelled (for lack of demand, or by its work),
-    /// or finished, with its result.
-    ///
-    /// The report waits on the run's hub, which every end fills: it comes as soon as every
-    /// caller has given up, before the work has acknowledged the cancellation.
-    @inlinable
-    internal final func reportEnd<Key>(
-        of key: Key,
-        generation: UInt64,
-        to table: SharedTable<Key, AttemptNode, Result<Success, Failure>>
-    ) {
-        consumerHub().upon(ImmediateExecutor.shared) { [weak table, unowned self] cancelled in
-            // A hub is filled with `false` only by its node's own decision, so the node is alive.
-            table?.ended(key, generation: generation, keeping: cancelled ? nil : peek())
-        }
+/// The node of a shared run: an attempt that follows the work and tells its table when it
+/// ends, cancelled (every caller gave up, or its work was cancelled) or finished, with its
+/// result.
+///
+/// The report comes as the run's demand ends: as soon as every caller has given up, before the
+/// work has acknowledged the cancellation.
+@usableFromInline
+internal final class SharedRunAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
+    @unchecked Sendable
+{
+    /// Tells the table that `run` ended, stopped or not; called once.
+    @usableFromInline
+    internal let report: @Sendable (_ run: AttemptNode<Success, Failure>, _ stopped: Bool) -> Void
+
+    @usableFromInline
+    internal init(report: @escaping @Sendable (_ run: AttemptNode<Success, Failure>, _ stopped: Bool) -> Void) {
+        self.report = report
+        super.init(cancellation: nil)
+    }
+
+    @usableFromInline
+    override internal func demandEnded(_ end: DemandEnd) {
+        report(self, end == .stop)
     }
 }

@@ -33,6 +33,13 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func lostDecider(to nodes: inout ReleaseStack) {}
 
+    /// A consumer that held a unit of this node's demand releases it (gives it back, as a
+    /// reader that waited, if `givingBack`); what that stops goes to `nodes`, so that a
+    /// cancellation travels up a chain of any depth without recursion. The default does
+    /// nothing: only an attempt counts demand.
+    @usableFromInline
+    internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {}
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline
@@ -66,20 +73,42 @@ internal class ChainNode: @unchecked Sendable {
 ///
 /// A node pushed as *lost* comes from a link that will never run (its storage was released
 /// unfilled, or orphaned): if something else still holds it, it is told that it lost a decider
-/// (``ChainNode/lostDecider(to:)``), in the same loop.
+/// (``ChainNode/lostDecider(to:)``), in the same loop. A node pushed as a *unit* was held by a
+/// consumer that gives up its unit of demand on it (see ``DemandState``): it is told first
+/// (``ChainNode/releaseUnit(givingBack:to:)``), so that cancellation travels up a chain of any
+/// depth in the same loop.
 @usableFromInline
 internal struct ReleaseStack {
+    /// What releasing an entry means besides dropping the reference.
+    @usableFromInline
+    internal enum Kind {
+        /// Only the reference.
+        case reference
+        /// A link to the node will never run.
+        case lost
+        /// A consumer releases its unit of demand on the node.
+        case unit
+        /// A reader gives back the unit it held while it waited.
+        case givenBackUnit
+    }
+
     /// The node pushed last, if any.
     @usableFromInline
     internal var top: ChainNode? = nil
 
-    /// Whether ``top`` was pushed as lost.
+    /// What releasing ``top`` means.
     @usableFromInline
-    internal var topIsLost = false
+    internal var topKind = Kind.reference
 
-    /// The nodes below ``top``, oldest first, each with whether it was pushed as lost.
+    /// The nodes below ``top``, oldest first, each with what releasing it means.
     @usableFromInline
-    internal var below: [(node: ChainNode, isLost: Bool)] = []
+    internal var below: [(node: ChainNode, kind: Kind)] = []
+
+    /// The handlers of the attempts that the releases decide (as they stop), parked until every
+    /// node is released: a cancellation reaches every producer above before any handler of what
+    /// it cancelled runs.
+    @usableFromInline
+    internal var completions = DrainQueue(parking: true)
 
     @inlinable
     internal init() {}
@@ -87,22 +116,29 @@ internal struct ReleaseStack {
     /// Adds `node` to the nodes to release.
     @usableFromInline
     internal mutating func push(_ node: ChainNode) {
-        push(node, isLost: false)
+        push(node, kind: .reference)
     }
 
     /// Adds `node`, whose link will never run, to the nodes to release.
     @usableFromInline
     internal mutating func pushLost(_ node: ChainNode) {
-        push(node, isLost: true)
+        push(node, kind: .lost)
+    }
+
+    /// Adds `node`, on which a consumer releases its unit of demand (gives it back, as a reader
+    /// that waited, if `givingBack`), to the nodes to release.
+    @usableFromInline
+    internal mutating func pushUnit(_ node: ChainNode, givingBack: Bool = false) {
+        push(node, kind: givingBack ? .givenBackUnit : .unit)
     }
 
     @usableFromInline
-    internal mutating func push(_ node: ChainNode, isLost: Bool) {
+    internal mutating func push(_ node: ChainNode, kind: Kind) {
         if let previous = top {
-            below.append((previous, topIsLost))
+            below.append((previous, topKind))
         }
         top = node
-        topIsLost = isLost
+        topKind = kind
     }
 
     /// Makes room for `count` more nodes, so that pushing a node's several downstream nodes
@@ -112,27 +148,32 @@ internal struct ReleaseStack {
         below.reserveCapacity(below.count + count)
     }
 
-    /// Releases every node, and whatever only they keep alive: a node nothing else references
-    /// first hands its downstream nodes to the stack, so releasing it recurses no further; a
-    /// lost node that something else still references is told so.
+    /// Releases every node, and whatever only they keep alive: a unit is released first; a node
+    /// nothing else references then hands what it holds to the stack, so releasing it recurses
+    /// no further; a lost node that something else still references is told so.
     @usableFromInline
     internal mutating func releaseAll() {
         while true {
             var node: ChainNode
-            let isLost: Bool
+            let kind: Kind
             if let next = top {
                 top = nil
                 node = next
-                isLost = topIsLost
+                kind = topKind
             } else if let entry = below.popLast() {
                 node = entry.node
-                isLost = entry.isLost
+                kind = entry.kind
             } else {
+                completions.isRunning = false
+                completions.drain()
                 return
+            }
+            if kind == .unit || kind == .givenBackUnit {
+                node.releaseUnit(givingBack: kind == .givenBackUnit, to: &self)
             }
             if isKnownUniquelyReferenced(&node) {
                 node.detachDownstream(to: &self)
-            } else if isLost {
+            } else if kind == .lost {
                 node.lostDecider(to: &self)
             }
         }

@@ -35,6 +35,12 @@ internal struct DrainQueue {
     @inlinable
     internal init() {}
 
+    /// Creates a queue that parks every completion until it drains, as if it were running.
+    @inlinable
+    internal init(parking: Bool) {
+        isRunning = parking
+    }
+
     /// Runs the handlers `taken` from `storage`: now if nothing is running, else after the
     /// handlers that are running now and every storage parked before it.
     @inlinable

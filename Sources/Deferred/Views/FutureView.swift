@@ -96,7 +96,6 @@ extension Attempt: FutureView {
         _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
     ) {
         self.node.pin()
-        self.node.settleIfUnneeded()
         self.node.add(.link(node) { node, result, queue in step(node, result as! Linked, &queue) }, in: &queue)
     }
 }

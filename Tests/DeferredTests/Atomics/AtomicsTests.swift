@@ -127,40 +127,6 @@ import Testing
         }
         #expect(sawBoth, "takes overlapped pushes, and the close refused some")
     }
-
-    /// Threads on every core adjust one hub's side units at once, each at depths of its own:
-    /// no update is lost, and a depth that one thread holds for good is never missed by the
-    /// others' questions while their own units come and go.
-    @Test func theSideDemandLosesNoUpdateAndMissesNoHeldDepth() {
-        let side = SideDemand()
-        let threads = 8
-        let rounds = 20_000
-        let held = 5_000  // Held for good by thread 0, between the depths the others use.
-        side.adjust(held, by: 1)
-        let missed = Counter()
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            let depth = thread * 1_000 + 1
-            for round in 0..<rounds {
-                side.adjust(depth, by: 1)
-                if !side.holds(atLeast: held) || !side.holds(atLeast: depth) {
-                    missed.increment()
-                }
-                if round % 2 == 1 {
-                    side.adjust(depth, by: -1)
-                }
-            }
-        }
-        let stillHeld = (0..<threads).map { side.holds(atLeast: $0 * 1_000 + 1) }
-        #expect(missed.value == 0)
-        #expect(stillHeld == Array(repeating: true, count: threads))
-        for thread in 0..<threads {
-            for _ in 0..<rounds / 2 {
-                side.adjust(thread * 1_000 + 1, by: -1)
-            }
-        }
-        side.adjust(held, by: -1)
-        #expect(!side.holds(atLeast: 1), "every unit given back: nothing held")
-    }
 }
 
 /// A stack node that counts itself alive.

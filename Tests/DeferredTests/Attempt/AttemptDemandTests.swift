@@ -159,48 +159,32 @@ import Testing
             return value + 1
         }
         let below = end.map(upon: .immediate) { $0 + 1 }
-        guard let reader = end.node.takeUnit(forOwner: false) else {
+        guard end.node.takeUnit() else {
             Issue.record("the attempt was needed")
             return
         }
+        let reader = DemandUnit(end.node)
         below.cancel()
         #expect(root.succeed(with: 0) == true)
         #expect(middleRuns.value == 1 && endRuns.value == 1, "the reader on the end needs it and what it waits on")
         #expect(end.peek() == .success(2))
-        reader.release(returning: true)
+        reader.release(givingBack: true)
 
         let other = DeferredAttempt<Int, TestError>()
         let stopped = Counter()
         other.onCancel { stopped.increment() }
         let top = other.attempt.map(upon: .immediate) { $0 + 1 }
         let lower = top.map(upon: .immediate) { $0 + 1 }
-        guard let gaveUp = top.node.takeUnit(forOwner: false) else {
+        guard top.node.takeUnit() else {
             Issue.record("the attempt was needed")
             return
         }
+        let gaveUp = DemandUnit(top.node)
         lower.cancel()
         #expect(stopped.value == 0, "the reader still needs the producer")
         gaveUp.release()
         #expect(stopped.value == 1, "a reader that gives up leaves nothing needing it")
         #expect(top.isCancelled == true)
-    }
-
-    /// A stage releasing its path unit while a new stage below it takes a fresh one, replayed
-    /// step by step: the release must not take the new stage's demand with it.
-    @Test func aReleaseInFlightLeavesTheFreshPathUnit() {
-        let root = DeferredAttempt<Int, TestError>()
-        let above = root.attempt.map(upon: .immediate) { $0 + 1 }
-        let hub = root.attempt.node.consumerHub()
-        // The first half of `above`'s release: it no longer holds its unit...
-        _ = above.node.flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .relaxed)
-        // ...so the new stage takes a fresh path unit...
-        let below = above.map(upon: .immediate) { $0 + 1 }
-        // ...before the second half releases the old one.
-        DemandUnit(hub, depth: DemandUnit.path).release()
-        #expect(hub.needs(depth: 2))
-        #expect(below.isCancelled == false)
-        #expect(root.succeed(with: 0) == true)
-        #expect(below.peek() == .success(2))
     }
 
     /// What is derived from a stage below a timeout that already fired.

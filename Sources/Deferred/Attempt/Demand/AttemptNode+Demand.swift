@@ -1,187 +1,235 @@
 public import Synchronization
 
-/// How an attempt's node takes part in demand (see ``DemandState``): giving units to its
-/// dependents, the path below it, and the units it holds itself.
+/// The shell of ``DemandState``: each event is one atomic step on the node's ``AttemptNode/flags``,
+/// and what it returns is carried out here.
 extension AttemptNode {
-    /// The hub where dependents hold demand on this attempt, made now for a root without one.
-    @inlinable
-    internal final func consumerHub() -> AttemptHub {
-        if let hub = hubSlot.load().object {
-            return hub
-        }
-        return makeHub()
-    }
-
-    @usableFromInline
-    internal final func makeHub() -> AttemptHub {
-        let made = AttemptHub(pinned: false)
-        let (stored, finished) = hubSlot.storeIfEmpty(made)
-        guard stored else {
-            return hubSlot.load().object.unsafelyUnwrapped
-        }
-        // A handler may have pinned this attempt while the hub did not exist.
-        if AttemptFlags(rawValue: flags.load(ordering: .sequentiallyConsistent)).has(AttemptFlags.pinnedEarly) {
-            made.pin()
-        }
-        if finished {
-            // A cancel() after the attempt finished withdraws callbacks; it does not make the
-            // result a cancellation, so the producer's cancel handlers must not run.
-            made.finish(
-                cancelled: AttemptFlags(rawValue: flags.load(ordering: .acquiring)).has(AttemptFlags.decidedCancelled))
-        }
-        return made
-    }
-
-    /// This attempt's depth on its hub's path: 0 if the hub is its own.
-    @inlinable
-    internal final var depth: Int {
-        AttemptFlags(rawValue: flags.load(ordering: .relaxed)).depth
-    }
-
-    /// Gives a dependent a unit of demand on `hub`, this attempt's ``consumerHub()``: returns
-    /// the unit's depth (see ``DemandUnit``), or `nil` if this attempt was cancelled for lack of
-    /// demand; and whether the dependent continues this attempt's path.
-    ///
-    /// A dependent `continuingPath` (a transparent stage, or an owner waiting on a transparent
-    /// stage) takes the path unit if nobody took the path below this attempt yet: the unit this
-    /// attempt holds, handed over, or a new one. So a chain of transforms holds one unit, at its
-    /// end. Others, and a second dependent, take a unit at this attempt's depth.
+    /// Applies `event` to the demand with one atomic step (none if it changes nothing), and
+    /// returns what it reported.
     @inlinable
     @inline(__always)
-    internal final func takeUnit(on hub: AttemptHub, continuingPath: Bool) -> (depth: Int?, continuesPath: Bool) {
-        if continuingPath && isDecided {
-            // An owner of an attempt that has its result needs nothing upstream.
-            return (nil, false)
+    internal final func updateDemand<Outcome>(_ event: (DemandState) -> (DemandState, Outcome)) -> Outcome
+    {
+        var outcome: Outcome?
+        _ = flags.update { observed in
+            let (next, reported) = event(DemandState(rawValue: observed))
+            outcome = reported
+            return next.rawValue == observed ? nil : next.rawValue
         }
-        if continuingPath {
-            switch takePath(countingSidesOn: hub) {
-            case .handedOver:
-                return (DemandUnit.path, true)
-            case .converting:
-                // This attempt keeps its unit for its handlers, counted as a side unit: from now
-                // on it needs only the stages down to this one.
-                return (hub.takePathFromConvertedUnit() ? DemandUnit.path : nil, true)
-            case .fresh:
-                return (hub.addUnit(depth: DemandUnit.path) ? DemandUnit.path : nil, true)
-            case .alreadyTaken:
-                break
-            }
-        }
-        let depth = depth
-        return (hub.addUnit(depth: depth) ? depth : nil, false)
+        return outcome.unsafelyUnwrapped
     }
 
-    /// A unit of demand on this attempt for an owner that waits on it (continuing the path of a
-    /// transparent attempt) or for a reader; `nil` if this attempt was cancelled for lack of
-    /// demand.
+    /// Takes a unit of this attempt's demand for a consumer; returns `false` if its demand has
+    /// ended, in which case the consumer holds nothing (its link brings the result, or the
+    /// cancellation).
     @inlinable
-    internal final func takeUnit(forOwner: Bool) -> DemandUnit? {
-        let hub = consumerHub()
-        return takeUnit(on: hub, continuingPath: forOwner && !ownsHub).depth.map { DemandUnit(hub, depth: $0) }
-    }
-
-    /// The demand of a transparent attempt derived from this one when another continues this
-    /// attempt's path already: a hub of its own, holding a unit at `depth` on `hub` (none if
-    /// `nil`).
-    @usableFromInline
-    internal final func branch(holding depth: Int?, on hub: AttemptHub) -> DerivedDemand {
-        let own = depth.map { AttemptHub(holding: DemandUnit(hub, depth: $0)) } ?? AttemptHub(pinned: false)
-        return DerivedDemand(hub: own, flags: AttemptFlags.ownsHub)
-    }
-
-    /// Marks the path below this attempt taken, handing over the unit it holds if it does not
-    /// keep it; returns what the dependent that takes the path must do.
-    ///
-    /// A unit this attempt keeps becomes a side unit at its depth on `hub`, counted before the
-    /// conversion is published: this attempt releases it as a side unit once it sees the
-    /// conversion, so the count never goes below zero (see ``SideDemand``).
-    @inlinable
-    @inline(__always)
-    internal final func takePath(countingSidesOn hub: AttemptHub) -> PathTaking {
-        var observed = flags.load(ordering: .relaxed)
-        while true {
-            guard let (next, taking) = AttemptFlags(rawValue: observed).takingPath() else {
-                return .alreadyTaken
-            }
-            if case .converting(let depth) = taking {
-                hub.adjustSide(depth, by: 1)
-            }
-            let (exchanged, current) = flags.compareExchange(
-                expected: observed, desired: next.rawValue, ordering: .acquiringAndReleasing)
-            if exchanged {
-                return taking
-            }
-            if case .converting(let depth) = taking {
-                hub.adjustSide(depth, by: -1)
-            }
-            observed = current
+    internal final func takeUnit() -> Bool {
+        updateDemand { state in
+            if let next = state.taking() { (next, true) } else { (state, false) }
         }
     }
 
-    /// Records a handler that needs this attempt for good: only cancelling this attempt, or its
-    /// source, stops it.
-    ///
-    /// An attempt with a hub of its own pins the hub. A transparent node shares its source's
-    /// hub, which the handler must not pin (cancelling this attempt must still stop the
-    /// source), so it keeps a unit of its own there instead, released when it is decided.
+    /// This attempt, with a unit of its demand taken, for a consumer to hold in its
+    /// ``upstream``; `nil` if its demand has ended.
+    @inlinable
+    internal final func heldByConsumer() -> ChainNode? {
+        !isDecided && takeUnit() ? self : nil
+    }
+
+    /// Releases a unit of this attempt's demand (see ``ChainNode/releaseUnit(givingBack:to:)``),
+    /// stopping it if that leaves it without demand.
+    @inlinable
+    internal final func releaseOwnUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
+        let stops = updateDemand { state in
+            givingBack ? state.givingBack() : state.releasing()
+        }
+        if stops {
+            stop(to: &nodes)
+        }
+    }
+
+    /// Records a handler that needs this attempt for good: from now on only `cancel()`, or a
+    /// cancellation of what it waits for, stops it.
     @inlinable
     internal final func pin() {
-        guard ownsHub else {
-            let before = AttemptFlags(
-                rawValue: flags.bitwiseOr(AttemptFlags.keepsUnit, ordering: .acquiringAndReleasing).oldValue)
-            if before.pinning().takesSideUnit, let hub = hubSlot.load().object, hub.addUnit(depth: before.depth) {
-                flags.bitwiseOr(AttemptFlags.holdsUnit, ordering: .acquiringAndReleasing)
-                // Read with an update, not a load: either this update comes after the decision's
-                // claim and sees it, or the claim, which acquires, comes after it and the decision
-                // sees the unit (see `releaseDemandOnceDecided`).
-                let state = StorageState(rawValue: state.bitwiseOr(0, ordering: .acquiringAndReleasing).oldValue)
-                if state.isFillClaimed {
-                    // Decided meanwhile, and possibly released already: release this unit too.
-                    releaseDemand(cancelled: false)
-                }
-            }
-            return
-        }
-        if let hub = hubSlot.load().object {
-            hub.pin()
-            return
-        }
-        flags.bitwiseOr(AttemptFlags.pinnedEarly, ordering: .sequentiallyConsistent)
-        if let hub = hubSlot.load().object {
-            hub.pin()
-        }
+        flags.bitwiseOr(DemandState.pinned, ordering: .relaxed)
     }
 
-    /// ``releaseDemand(cancelled:)`` for the caller that has just claimed this attempt's fill
-    /// with ``DeferredStorage/claimFillAcquiring()``: a stage that holds no unit (a `map` in the
-    /// middle of a chain) finds so with a load instead of an update.
-    ///
-    /// A handler's ``pin()`` is the only thing that gives a stage a unit after it is made. It
-    /// marks the unit held, then reads the state word with an update: if that update comes
-    /// before the claim in the word's order, the claim acquires the mark and the load here sees
-    /// it; if after, the pin sees the claim and releases the unit itself. The update that
-    /// releases is exactly-once either way.
-    @inlinable
-    internal final func releaseDemandOnceDecided(cancelled: Bool) {
-        if !ownsHub && !AttemptFlags(rawValue: flags.load(ordering: .relaxed)).has(AttemptFlags.holdsUnit) {
-            return
-        }
-        releaseDemand(cancelled: cancelled)
-    }
-
-    /// Releases the demand this attempt holds upstream, cancelling what nobody needs any more.
+    /// Carries out a stop that the caller's event made (see ``DemandState``), handing what it
+    /// lets go of to `nodes`: an attempt with a cancellation error is decided as cancelled unless
+    /// something decided it first (which then ends its demand); one without runs its producer's
+    /// cancel handlers and lets go of what it holds upstream, and stays pending.
     @usableFromInline
-    internal final func releaseDemand(cancelled: Bool) {
-        if ownsHub {
-            hubSlot.setTag().object?.finish(cancelled: cancelled)
-        } else {
-            // Acquiring: a conversion's side count, made before the conversion was published, is
-            // seen before this releases it.
-            let before = AttemptFlags(
-                rawValue: flags.bitwiseAnd(~AttemptFlags.holdsUnit, ordering: .acquiringAndReleasing).oldValue)
-            if let depth = before.releasingHeldUnit().released, let hub = hubSlot.load().object {
-                DemandUnit(hub, depth: depth).release()
-            }
+    internal final func stop(to nodes: inout ReleaseStack) {
+        guard let error = cancellationError else {
+            endDemand(.stop, to: &nodes)
+            return
         }
+        if claimFillAcquiring() {
+            decideStopped(with: error, to: &nodes)
+        }
+    }
+
+    /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`:
+    /// publishes the cancellation, then runs the producer's cancel handlers (which see it) and
+    /// lets go of what it holds upstream. The attempt's own handlers wait in `nodes` until
+    /// everything above has been stopped.
+    @usableFromInline
+    internal final func decideStopped(with error: Failure, to nodes: inout ReleaseStack) {
+        flags.bitwiseOr(
+            DemandState.cancelled | DemandState.decidedCancelled | DemandState.stopped, ordering: .releasing)
+        publish(.failure(error), in: &nodes.completions)
+        endDemand(.stop, to: &nodes)
+        dropPendingWork()
+    }
+
+    /// Ends this attempt's demand, for the one caller whose event ended it: lets go of what it
+    /// holds upstream, in a loop of its own.
+    @inlinable
+    internal final func endDemand(_ end: DemandEnd) {
+        var nodes = ReleaseStack()
+        endDemand(end, to: &nodes)
+        nodes.releaseAll()
+    }
+
+    /// Ends this attempt's demand, handing what it held upstream to `nodes`: the producer's
+    /// cancel handlers run (`.stop`) or are released unrun (`.settle`), and stay in the slot
+    /// (see ``onCancel(_:)``); a unit it held is released.
+    @usableFromInline
+    internal final func endDemand(_ end: DemandEnd, to nodes: inout ReleaseStack) {
+        let (held, handlers) = upstream.tagTakingUnmarked()
+        if let held {
+            nodes.pushUnit(held)
+        } else if let handlers {
+            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+        }
+        demandEnded(end)
+    }
+
+    /// Makes this attempt hold a unit of `source`'s demand instead of what it held, unless its
+    /// demand has ended; returns `false` then, holding nothing.
+    ///
+    /// What an owner calls as it moves on to the next attempt it waits for. A `source` whose
+    /// demand has ended (it has its result, or was cancelled) is held by nothing.
+    @inlinable
+    @discardableResult
+    internal final func hold(_ source: (some DemandSource)?) -> Bool {
+        hold(taken: source?.heldByConsumer())
+    }
+
+    /// Makes this attempt hold `held`, whose units are taken already, instead of what it held,
+    /// unless its demand has ended; returns `false` then, releasing `held`'s units.
+    @usableFromInline
+    @discardableResult
+    internal final func hold(taken held: ChainNode?) -> Bool {
+        let (exchanged, previous, _) = upstream.exchangeUnlessTagged(held)
+        guard previous != nil || (!exchanged && held != nil) else {
+            return exchanged
+        }
+        var nodes = ReleaseStack()
+        if let previous {
+            nodes.pushUnit(previous)
+        }
+        if !exchanged, let held {
+            nodes.pushUnit(held)
+        }
+        nodes.releaseAll()
+        return exchanged
+    }
+
+    /// Registers a cancel handler of this attempt's producer: it runs once if the attempt
+    /// stops (at once if it has), and is released unrun if the attempt settles first.
+    ///
+    /// The handlers wait in a ``CancelHandlers`` storage, marked in ``upstream``, where it stays
+    /// until the node is destroyed once it is there: so it can be read without being retained.
+    @usableFromInline
+    internal final func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        if upstream.isEmpty {
+            _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
+        }
+        guard let handlers = upstream.load().object else {
+            // Its demand ended before any handler came.
+            if isStopped {
+                handler()
+            }
+            return
+        }
+        CancelHandlers.linked(handlers).add(.cancelHandler(UnretainedImmediateExecutor(), handler))
+    }
+
+}
+/// A producer's cancel handlers, held (marked) in a root attempt's ``AttemptNode/upstream``: a
+/// storage of one `Bool`, filled once by whoever ends the attempt's demand: with `true` as it
+/// stops, which runs them, or with `false` as it settles, which releases them unrun.
+@usableFromInline
+internal final class CancelHandlers: Storage<Bool>, @unchecked Sendable {}
+
+/// A unit of demand held on an attempt by a reader (a task awaiting `get()`, a blocking
+/// `wait`) or a shared run's caller, as its holder releases it.
+@frozen
+@usableFromInline
+internal struct DemandUnit: @unchecked Sendable {
+    // @unchecked: a node is itself `Sendable`; the field never changes.
+    @usableFromInline
+    internal let node: ChainNode
+
+    @inlinable
+    internal init(_ node: ChainNode) {
+        self.node = node
+    }
+
+    /// Releases this unit, stopping what it leaves without demand (giving it back, as a
+    /// reader that waited, if `givingBack`; see ``DemandState/givingBack()``).
+    @inlinable
+    internal func release(givingBack: Bool = false) {
+        var nodes = ReleaseStack()
+        nodes.pushUnit(node, givingBack: givingBack)
+        nodes.releaseAll()
     }
 }
+
+/// The units one attempt holds on several others at once: a join's inputs, in its
+/// ``AttemptNode/upstream``.
+///
+/// `@unchecked Sendable` is sound because `inputs` is set in `init` and changed only by
+/// ``releaseUnit(givingBack:to:)`` and ``detachDownstream(to:)``, which run only once the list
+/// was taken out of its slot, by its one owner.
+@usableFromInline
+internal final class HeldInputs: ChainNode, @unchecked Sendable {
+    @exclusivity(unchecked)
+    @usableFromInline
+    internal var inputs: [ChainNode]
+
+    @usableFromInline
+    internal init(_ inputs: [ChainNode]) {
+        self.inputs = inputs
+    }
+
+    deinit {
+        releaseDownstream()
+    }
+
+    /// Releases the unit held on each input.
+    @usableFromInline
+    override internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
+        detachDownstream(to: &nodes)
+    }
+
+    @usableFromInline
+    override internal func detachDownstream(to nodes: inout ReleaseStack) {
+        nodes.reserve(inputs.count)
+        for input in inputs {
+            nodes.pushUnit(input)
+        }
+        inputs = []
+    }
+}
+
+/// An attempt's node seen without its types: what an owner needs to hold demand on attempts of
+/// other types (a join's inputs, the attempt an `andThen` waits for).
+@usableFromInline
+internal protocol DemandSource: AnyObject {
+    /// See ``AttemptNode/heldByConsumer()``.
+    func heldByConsumer() -> ChainNode?
+}
+
+extension AttemptNode: DemandSource {}
