@@ -94,12 +94,15 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
 
     /// Sets the tag and takes the object out, unless it is marked: a marked object stays in the
     /// slot until the slot is destroyed, and is returned without being taken.
+    ///
+    /// One exchange; a marked object is put back at once. Meanwhile the slot reads as tagged and
+    /// empty, which a reader must take as "ended before any object came": the object's owner
+    /// must make that reading mean the same as finding it there.
     @inlinable
     internal func tagTakingUnmarked() -> (taken: Object?, kept: Object?) {
-        let (observed, _) = bits.update { observed in
-            observed & Self.markBit != 0 ? observed | Self.tagBit : Self.tagBit
-        }
+        let observed = bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing)
         if observed & Self.markBit != 0 {
+            bits.store(observed | Self.tagBit, ordering: .releasing)
             return (nil, Self.borrow(observed))
         }
         return (Self.take(observed), nil)

@@ -69,7 +69,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     deinit {
         // Only a node released pending holds anything here: its consumers are gone, so what it
         // held no longer has it as a consumer.
-        if let held = upstream.take() {
+        if !upstream.isEmpty, let held = upstream.take() {
             var nodes = ReleaseStack()
             nodes.pushUnit(held)
             nodes.releaseAll()
@@ -79,7 +79,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
         super.detachDownstream(to: &nodes)
-        if let held = upstream.take() {
+        if !upstream.isEmpty, let held = upstream.take() {
             nodes.pushUnit(held)
         }
     }
@@ -87,6 +87,12 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     override internal final func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
         releaseOwnUnit(givingBack: givingBack, to: &nodes)
+    }
+
+    /// A decided attempt holds nothing upstream, so its release goes no deeper than itself.
+    @usableFromInline
+    override internal final var releasesUnitByDropping: Bool {
+        isDecided
     }
 
     /// What a node does as its demand ends, besides letting go of what it holds (a retry stops

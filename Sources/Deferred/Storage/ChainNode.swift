@@ -40,6 +40,14 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {}
 
+    /// Whether a unit of this node's demand can be released by dropping the reference alone:
+    /// the node is an attempt that is decided, so no count matters any more and releasing it
+    /// goes no deeper than the node.
+    @usableFromInline
+    internal var releasesUnitByDropping: Bool {
+        false
+    }
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline

@@ -36,9 +36,13 @@ extension AttemptNode {
     }
 
     /// Releases a unit of this attempt's demand (see ``ChainNode/releaseUnit(givingBack:to:)``),
-    /// stopping it if that leaves it without demand.
+    /// stopping it if that leaves it without demand; an attempt that is decided has no demand
+    /// left to count.
     @inlinable
     internal final func releaseOwnUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
+        guard !isDecided else {
+            return
+        }
         let stops = updateDemand { state in
             givingBack ? state.givingBack() : state.releasing()
         }
@@ -86,9 +90,19 @@ extension AttemptNode {
     /// holds upstream, in a loop of its own.
     @inlinable
     internal final func endDemand(_ end: DemandEnd) {
-        var nodes = ReleaseStack()
-        endDemand(end, to: &nodes)
-        nodes.releaseAll()
+        let (held, handlers) = upstream.tagTakingUnmarked()
+        if let held {
+            // Held on a source that is decided already (a step that ran on its result): dropped
+            // here, with no loop.
+            if !held.releasesUnitByDropping {
+                var nodes = ReleaseStack()
+                nodes.pushUnit(held)
+                nodes.releaseAll()
+            }
+        } else if let handlers {
+            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+        }
+        demandEnded(end)
     }
 
     /// Ends this attempt's demand, handing what it held upstream to `nodes`: the producer's
