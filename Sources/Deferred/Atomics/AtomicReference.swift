@@ -33,6 +33,12 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         bits = Atomic(Self.retainedBits(object) | (marked ? Self.markBit : 0) | (tagged ? Self.tagBit : 0))
     }
 
+    /// Creates a slot holding `object`, retained once (a borrowed argument is not copied first).
+    @inlinable
+    internal init(holding object: borrowing Object) {
+        bits = Atomic(RetainedBits.retain(object))
+    }
+
     deinit {
         Self.release(bits.load(ordering: .acquiring))
     }
@@ -106,6 +112,21 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
             return (nil, Self.borrow(observed))
         }
         return (Self.take(observed), nil)
+    }
+
+    /// Takes the object out and sets the tag with a load and a store, for an owner that no other
+    /// thread can be storing into or taking from the slot meanwhile; `inspect` reads the object
+    /// first, borrowed, without retaining it.
+    @inlinable
+    internal func takeAloneAndTag(inspecting inspect: (Object) -> Bool) -> (object: Object?, inspected: Bool) {
+        let observed = bits.load(ordering: .acquiring)
+        bits.store(Self.tagBit, ordering: .releasing)
+        let address = observed & Self.addressMask
+        guard address != 0 else {
+            return (nil, false)
+        }
+        let inspected = RetainedBits.withBorrowed(address, as: Object.self, inspect)
+        return (RetainedBits.take(address, as: Object.self), inspected)
     }
 
     /// Sets the tag; returns the object in the slot (without taking it) and whether the tag was

@@ -45,7 +45,8 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
     internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
         self.delay = delay
         self.executor = executor
-        super.init(holding: source.node.heldByConsumer(), cancellation: source.node.cancellation)
+        super.init(
+            holdingAlone: source.node, held: source.node.takeUnitIfPending(), cancellation: source.node.cancellation)
     }
 
     /// The link step that the source's handler runs.

@@ -212,7 +212,7 @@ where Step.Output == Step.Success {
     ) {
         self.place = place
         self.body = body
-        super.init(holding: source.node.heldByConsumer(), cancellation: cancellation)
+        super.init(holdingAlone: source.node, held: source.node.takeUnitIfPending(), cancellation: cancellation)
     }
 
     /// The link step that the source's handler runs.

@@ -57,6 +57,22 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         super.init()
     }
 
+    /// Creates a pending stage that holds `source` if it took a unit of its demand (`held`; see
+    /// ``takeUnitIfPending()``), and nothing else takes what it holds (see
+    /// ``DemandState/holdsAlone``): a step or a delay.
+    @inlinable
+    internal init(holdingAlone source: borrowing ChainNode, held: Bool, cancellation: CancellationErrorSource<Failure>?)
+    {
+        flags = Atomic(DemandState.holdsAlone)
+        if held {
+            upstream = AtomicReference(holding: source)
+        } else {
+            upstream = AtomicReference()
+        }
+        self.cancellation = cancellation
+        super.init()
+    }
+
     /// Creates an attempt that has finished with `result`.
     @inlinable
     internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {

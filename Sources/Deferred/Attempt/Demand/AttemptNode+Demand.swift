@@ -32,7 +32,14 @@ extension AttemptNode {
     /// ``upstream``; `nil` if its demand has ended.
     @inlinable
     internal final func heldByConsumer() -> ChainNode? {
-        !isDecided && takeUnit() ? self : nil
+        takeUnitIfPending() ? self : nil
+    }
+
+    /// Takes a unit of this attempt's demand for a consumer unless it is decided (a consumer
+    /// then needs nothing upstream); returns whether it took one.
+    @inlinable
+    internal final func takeUnitIfPending() -> Bool {
+        !isDecided && takeUnit()
     }
 
     /// Releases a unit of this attempt's demand (see ``ChainNode/releaseUnit(givingBack:to:)``),
@@ -87,20 +94,26 @@ extension AttemptNode {
     }
 
     /// Ends this attempt's demand, for the one caller whose event ended it: lets go of what it
-    /// holds upstream, in a loop of its own.
+    /// holds upstream, in a loop of its own unless it is a source that is decided already (a
+    /// step that ran on its result), which is dropped here.
     @inlinable
     internal final func endDemand(_ end: DemandEnd) {
-        let (held, handlers) = upstream.tagTakingUnmarked()
-        if let held {
-            // Held on a source that is decided already (a step that ran on its result): dropped
-            // here, with no loop.
-            if !held.releasesUnitByDropping {
+        if DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone) {
+            let (held, dropping) = upstream.takeAloneAndTag { $0.releasesUnitByDropping }
+            if let held, !dropping {
                 var nodes = ReleaseStack()
                 nodes.pushUnit(held)
                 nodes.releaseAll()
             }
-        } else if let handlers {
-            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+        } else {
+            let (held, handlers) = upstream.tagTakingUnmarked()
+            if let held {
+                var nodes = ReleaseStack()
+                nodes.pushUnit(held)
+                nodes.releaseAll()
+            } else if let handlers {
+                CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+            }
         }
         demandEnded(end)
     }
@@ -110,7 +123,9 @@ extension AttemptNode {
     /// (see ``onCancel(_:)``); a unit it held is released.
     @usableFromInline
     internal final func endDemand(_ end: DemandEnd, to nodes: inout ReleaseStack) {
-        let (held, handlers) = upstream.tagTakingUnmarked()
+        let (held, handlers) =
+            DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone)
+            ? (upstream.takeAloneAndTag { _ in false }.object, nil) : upstream.tagTakingUnmarked()
         if let held {
             nodes.pushUnit(held)
         } else if let handlers {

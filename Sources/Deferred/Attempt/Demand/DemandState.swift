@@ -25,6 +25,7 @@
 /// | 3    | *given up*: a consumer released its unit |
 /// | 4    | *settled*: decided (or orphaned) before it stopped; demand no longer matters |
 /// | 5    | *stopped*: nobody needs it any more, or it was cancelled; its producer was told |
+/// | 6    | *holds alone*: set when the node is made; nothing but its own end of demand takes what it holds while it is referenced (a step or a delay: no weak reference revives it, no owner switches what it holds) |
 /// | 8…   | the number of units held |
 @frozen
 @usableFromInline
@@ -46,6 +47,7 @@ extension DemandState {
     @inlinable internal static var givenUp: UInt { 8 }
     @inlinable internal static var settled: UInt { 16 }
     @inlinable internal static var stopped: UInt { 32 }
+    @inlinable internal static var holdsAlone: UInt { 64 }
     @inlinable internal static var unit: UInt { 256 }
 
     /// Nothing holds or pins the attempt yet.
