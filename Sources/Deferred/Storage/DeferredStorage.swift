@@ -178,8 +178,8 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// Fills a storage that only one caller ever fills, then runs the pending handlers: the
     /// claim and the publication in one atomic step.
     ///
-    /// For an attempt's hub, whose demand decides once who finishes it (see
-    /// ``AttemptHub/finish(cancelled:)``). Every interleaving of this step is one of ``fill(_:)``
+    /// For an attempt's ``CancelHandlers``, which only the caller that ends the attempt's demand
+    /// fills (see ``AttemptNode/endDemand(_:)``). Every interleaving of this step is one of ``fill(_:)``
     /// whose claim and publication are adjacent, so the storage's protocol holds unchanged.
     @inlinable
     internal final func fillAsSoleFiller(_ newValue: Value) {

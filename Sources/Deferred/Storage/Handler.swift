@@ -26,7 +26,7 @@ internal enum Handler<Value: Sendable> {
     /// holding itself through its own handler.
     case sourcedCallback(any Executor, @Sendable (_ source: ChainNode, Value) -> Void)
 
-    /// A producer's cancel handler, in an attempt's hub (a storage of `Bool`, filled with `true`
+    /// A producer's cancel handler, in an attempt's ``CancelHandlers`` (a storage of `Bool`, filled with `true`
     /// when the attempt is cancelled): runs `body` in place if the value is `true`, and drops it
     /// otherwise. A case of its own, rather than an immediate callback that tests the value, so
     /// that adding one wraps `body` in no closure of its own. (The executor reference is there

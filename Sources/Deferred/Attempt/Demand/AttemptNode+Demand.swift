@@ -86,8 +86,7 @@ extension AttemptNode {
     /// everything above has been stopped.
     @usableFromInline
     internal final func decideStopped(with error: Failure, to nodes: inout ReleaseStack) {
-        flags.bitwiseOr(
-            DemandState.cancelled | DemandState.decidedCancelled | DemandState.stopped, ordering: .releasing)
+        flags.bitwiseOr(DemandState.stopMarks, ordering: .releasing)  // `decidingCancelled()`
         publish(.failure(error), in: &nodes.completions)
         endDemand(.stop, to: &nodes)
         dropPendingWork()

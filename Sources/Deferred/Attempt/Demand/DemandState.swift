@@ -148,9 +148,14 @@ extension DemandState {
         return (DemandState(rawValue: rawValue | Self.cancelled | Self.stopped), true)
     }
 
-    /// The stopped attempt is decided as cancelled by the caller that stopped it.
+    /// The attempt is decided as cancelled by the caller that stopped it (and claimed its
+    /// fill): marked cancelled, and final.
     @inlinable
     internal func decidingCancelled() -> DemandState {
-        DemandState(rawValue: rawValue | Self.cancelled | Self.decidedCancelled)
+        DemandState(rawValue: rawValue | Self.stopMarks)
     }
+
+    /// What ``decidingCancelled()`` sets, for the shell's one atomic OR.
+    @inlinable
+    internal static var stopMarks: UInt { cancelled | decidedCancelled | stopped }
 }
