@@ -269,7 +269,8 @@ extension StressSuites {
                     if stopped == 1 {
                         #expect(round.lateSaw.value == 2, "came too late, so it sees a cancellation")
                     } else {
-                        #expect(round.lateSaw.value == 1, "came in time, so it gets the value; saw \(round.lateSaw.value)")
+                        #expect(
+                            round.lateSaw.value == 1, "came in time, so it gets the value; saw \(round.lateSaw.value)")
                     }
                     for leaver in round.leavers {
                         #expect(leaver.peek() == .failure(.cancelled))
@@ -410,7 +411,8 @@ extension StressSuites {
             Thread.sleep(forTimeInterval: 0.02)
             stage.cancel()
             done.wait()
-            #expect(work.stopped.value == 1, "the stage gave up and the reader left: stopped \(work.stopped.value) times")
+            #expect(
+                work.stopped.value == 1, "the stage gave up and the reader left: stopped \(work.stopped.value) times")
             #expect(work.attempt.peek() == .failure(.cancelled))
             let result = waited.withLock { $0 }
             #expect(result == nil || result == .failure(.cancelled))
@@ -443,17 +445,35 @@ extension StressSuites {
                     for level in 0..<depth {
                         let tracked = LifetimeTracked(live)
                         switch level % 8 {
-                        case 0: attempt = attempt.map(upon: .immediate) { _ = tracked; return $0 + 1 }
-                        case 1: attempt = attempt.recover(upon: .immediate) { _ in _ = tracked; return -1 }
+                        case 0:
+                            attempt = attempt.map(upon: .immediate) {
+                                _ = tracked
+                                return $0 + 1
+                            }
+                        case 1:
+                            attempt = attempt.recover(upon: .immediate) { _ in
+                                _ = tracked
+                                return -1
+                            }
                         case 2: attempt = attempt.delay(by: .zero, upon: clock)
                         case 3:
                             attempt = attempt.timeout(after: .seconds(1), upon: StoppedClock(), failingWith: .timedOut)
                         case 4:
-                            attempt = attempt.andThen(upon: .immediate) { _ = tracked; return Attempt(succeededWith: $0) }
-                        case 5: attempt = [attempt].allSucceeded().map(upon: .immediate) { _ = tracked; return $0[0] }
+                            attempt = attempt.andThen(upon: .immediate) {
+                                _ = tracked
+                                return Attempt(succeededWith: $0)
+                            }
+                        case 5:
+                            attempt = [attempt].allSucceeded().map(upon: .immediate) {
+                                _ = tracked
+                                return $0[0]
+                            }
                         case 6: attempt = [attempt].firstSucceeded()
                         default:
-                            attempt = attempt.fallback(upon: .immediate) { _ in _ = tracked; return Attempt(succeededWith: -2) }
+                            attempt = attempt.fallback(upon: .immediate) { _ in
+                                _ = tracked
+                                return Attempt(succeededWith: -2)
+                            }
                         }
                         if level == depth / 2 { middle = attempt }
                     }
@@ -472,11 +492,17 @@ extension StressSuites {
                     let tailResult = tail.peek()
                     switch end {
                     case .cancelTail:
-                        if tailResult != .failure(.cancelled) { problems.append("tail \(String(describing: tailResult))") }
+                        if tailResult != .failure(.cancelled) {
+                            problems.append("tail \(String(describing: tailResult))")
+                        }
                     case .cancelRoot:
-                        if tailResult != .failure(.cancelled) { problems.append("tail \(String(describing: tailResult))") }
+                        if tailResult != .failure(.cancelled) {
+                            problems.append("tail \(String(describing: tailResult))")
+                        }
                     case .cancelMiddle:
-                        if tailResult != .failure(.cancelled) { problems.append("tail \(String(describing: tailResult))") }
+                        if tailResult != .failure(.cancelled) {
+                            problems.append("tail \(String(describing: tailResult))")
+                        }
                     case .succeed:
                         if tailResult?.successValue == nil { problems.append("tail \(String(describing: tailResult))") }
                     case .abandonDropped:
@@ -493,7 +519,8 @@ extension StressSuites {
                 _ = clock.runUntilIdle()
                 let expectedStops = [.cancelTail, .cancelRoot, .cancelMiddle].contains(end) ? 1 : 0
                 if stopsBeforeWriterGoes != expectedStops || stops.value != expectedStops {
-                    problems.append("onCancel ran \(stopsBeforeWriterGoes) then \(stops.value) times, expected \(expectedStops)")
+                    problems.append(
+                        "onCancel ran \(stopsBeforeWriterGoes) then \(stops.value) times, expected \(expectedStops)")
                 }
                 if end != .abandonDropped && liveBeforeWriterGoes != 0 {
                     problems.append("\(liveBeforeWriterGoes) captures alive after the chain ended (writer still held)")
@@ -525,7 +552,8 @@ extension StressSuites {
             let joined: Attempt<Int, TestError>
             switch kind {
             case .allSucceeded: joined = inputs.map(\.attempt).allSucceeded().map(upon: .immediate) { $0.reduce(0, +) }
-            case .and: joined = inputs[0].attempt.and(inputs[1].attempt, inputs[2].attempt).map(upon: .immediate) { $0.0 }
+            case .and:
+                joined = inputs[0].attempt.and(inputs[1].attempt, inputs[2].attempt).map(upon: .immediate) { $0.0 }
             case .firstSucceeded: joined = inputs.map(\.attempt).firstSucceeded()
             }
             let joinSaw = Sighting()
@@ -554,7 +582,8 @@ extension StressSuites {
             let work = DRWork()
             func join() -> Attempt<Int, TestError> {
                 let twice = [work.attempt, work.attempt]
-                return kind == .allSucceeded ? twice.allSucceeded().map(upon: .immediate) { $0[0] } : twice.firstSucceeded()
+                return kind == .allSucceeded
+                    ? twice.allSucceeded().map(upon: .immediate) { $0[0] } : twice.firstSucceeded()
             }
             let first = join()
             let second = join()
@@ -739,8 +768,14 @@ extension StressSuites {
             let work = DRWork<Plain>(DeferredAttempt<Int, Plain>())
             let steps = Counter()
             let delivered = Counter()
-            let tail = work.attempt.map(upon: .immediate) { steps.increment(); return $0 }
-                .map(upon: .immediate) { steps.increment(); return $0 }
+            let tail = work.attempt.map(upon: .immediate) {
+                steps.increment()
+                return $0
+            }
+            .map(upon: .immediate) {
+                steps.increment()
+                return $0
+            }
             // `upon` runs even after a cancel (documented); success callbacks are withdrawn.
             tail.uponSuccess(.immediate) { _ in delivered.increment() }
             let rootSaw = Counter()
@@ -838,19 +873,28 @@ extension StressSuites {
             let before = residentMemory()
             for _ in 0..<count {
                 let tracked = LifetimeTracked(live)
-                let stage = work.attempt.map(upon: .immediate) { _ = tracked; return $0 }
+                let stage = work.attempt.map(upon: .immediate) {
+                    _ = tracked
+                    return $0
+                }
                 stage.cancel()
             }
             let after = residentMemory()
             #expect(live.value <= count, "\(live.value) captures of cancelled stages are alive")
             #expect(work.stopped.value == 0, "the keeper still needs the source")
             if let before, let after {
-                progress("memory: \(count) cancelled stages of a pending source: +\(after - before) bytes (\((after - before) / count) a stage)")
+                progress(
+                    "memory: \(count) cancelled stages of a pending source: +\(after - before) bytes (\((after - before) / count) a stage)"
+                )
             }
             // Dropped stages (not cancelled) are kept by the pending source until it decides.
             for _ in 0..<count {
                 let tracked = LifetimeTracked(live)
-                blackHole(work.attempt.map(upon: .immediate) { _ = tracked; return $0 })
+                blackHole(
+                    work.attempt.map(upon: .immediate) {
+                        _ = tracked
+                        return $0
+                    })
             }
             let dropped = live.value
             let afterDropped = residentMemory()

@@ -84,8 +84,9 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (stored, observed & Self.tagBit != 0)
     }
 
-    /// Stores `object`, marked if `marked`, if the slot holds none and its tag is not set;
-    /// returns whether it did. On failure the caller still owns `object`.
+    /// Stores `object`, marked if `marked`, if the slot holds none and its tag is not set.
+    ///
+    /// Returns whether it did; on failure the caller still owns `object`.
     @inlinable
     internal func storeIfEmptyAndUntagged(_ object: Object, marked: Bool) -> Bool {
         let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)

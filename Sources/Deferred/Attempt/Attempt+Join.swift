@@ -361,4 +361,3 @@ internal enum JoinArrival {
     /// It was the last input, and another was lost: nothing can decide the join any more.
     case lastAfterLoss
 }
-

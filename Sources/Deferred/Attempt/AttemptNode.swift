@@ -27,10 +27,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     internal let flags: Atomic<UInt>
 
-    /// What this attempt holds upstream while its demand lasts: a source whose unit it holds
-    /// (any ``ChainNode`` that counts demand), its inputs' units (``HeldInputs``), or, marked,
-    /// its producer's ``CancelHandlers``. Tagged once its demand ends; see
-    /// ``endDemand(_:)``.
+    /// What this attempt holds upstream while its demand lasts.
+    ///
+    /// A source whose unit it holds (any ``ChainNode`` that counts demand), its inputs' units
+    /// (``HeldInputs``), or, marked, its producer's ``CancelHandlers``. Tagged once its demand
+    /// ends; see ``endDemand(_:)``.
     @usableFromInline
     internal let upstream: AtomicReference<ChainNode>
 

@@ -34,9 +34,10 @@ internal class ChainNode: @unchecked Sendable {
     internal func lostDecider(to nodes: inout ReleaseStack) {}
 
     /// A consumer that held a unit of this node's demand releases it (gives it back, as a
-    /// reader that waited, if `givingBack`); what that stops goes to `nodes`, so that a
-    /// cancellation travels up a chain of any depth without recursion. The default does
-    /// nothing: only an attempt counts demand.
+    /// reader that waited, if `givingBack`).
+    ///
+    /// What that stops goes to `nodes`, so that a cancellation travels up a chain of any depth
+    /// without recursion. The default does nothing: only an attempt counts demand.
     @usableFromInline
     internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {}
 

@@ -126,7 +126,9 @@ private struct DemandMemory: Hashable {
     var violation: String?
 }
 
-/// One party's next atomic step. `node` is 0 for the producer and 1 for the stage.
+/// One party's next atomic step.
+///
+/// `node` is 0 for the producer and 1 for the stage.
 private enum Step: Hashable {
     case take(Consumer, node: Int)
     case holding(Consumer, node: Int)

@@ -7,8 +7,7 @@ extension AttemptNode {
     /// returns what it reported.
     @inlinable
     @inline(__always)
-    internal final func updateDemand<Outcome>(_ event: (DemandState) -> (DemandState, Outcome)) -> Outcome
-    {
+    internal final func updateDemand<Outcome>(_ event: (DemandState) -> (DemandState, Outcome)) -> Outcome {
         var outcome: Outcome?
         _ = flags.update { observed in
             let (next, reported) = event(DemandState(rawValue: observed))
@@ -80,8 +79,9 @@ extension AttemptNode {
         }
     }
 
-    /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`:
-    /// publishes the cancellation, then runs the producer's cancel handlers (which see it) and
+    /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`.
+    ///
+    /// Publishes the cancellation, then runs the producer's cancel handlers (which see it) and
     /// lets go of what it holds upstream. The attempt's own handlers wait in `nodes` until
     /// everything above has been stopped.
     @usableFromInline

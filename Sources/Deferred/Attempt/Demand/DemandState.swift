@@ -1,6 +1,8 @@
 /// The state of one attempt's node beside its storage's word: whether it was cancelled, and how
-/// much its consumers still need it. The pure half of ``AttemptNode``'s demand: it only
-/// computes, and the node applies each event with one atomic step.
+/// much its consumers still need it.
+///
+/// The pure half of ``AttemptNode``'s demand: it only computes, and the node applies each event
+/// with one atomic step.
 ///
 /// Every consumer that needs an attempt and can give up on it holds one *unit* of its demand
 /// while it needs it: an attempt derived from it (which also holds the attempt itself, see
