@@ -70,8 +70,6 @@ extension StressSuites {
             fileprivate let work = DRWork()
             let clock = VirtualTimeExecutor()
             let tail: Attempt<Int, TestError>
-            let cancelReturned = Counter()
-            let lateDeliveries = Counter()
             let delivered = Sighting()
             let producerWon = Counter()
             let invisible = Counter()
@@ -101,18 +99,12 @@ extension StressSuites {
                 // `upon` is documented to run even after a cancel; the withdrawable callbacks are
                 // uponSuccess and uponFailure.
                 tail.upon(.immediate) { [delivered] result in delivered.record(drCode(result)) }
-                tail.uponSuccess(.immediate) { [cancelReturned, lateDeliveries] _ in
-                    if cancelReturned.value > 0 { lateDeliveries.increment() }
-                }
-                tail.uponFailure(.immediate) { [cancelReturned, lateDeliveries] _ in
-                    if cancelReturned.value > 0 { lateDeliveries.increment() }
-                }
             }
         }
 
         /// cancel() at the end of a chain against the producer's succeed or fail: the producer is
-        /// told to stop once if and only if it did not deliver first, and after cancel() returns
-        /// no step and no delivery of the tail starts.
+        /// told to stop once if and only if it did not deliver first, and the tail's result is
+        /// visible, as a cancellation, when cancel() returns.
         @Test(arguments: ChainShape.allCases, [true, false])
         func cancelAtTheEndRacingTheProducer(shape: ChainShape, succeeds: Bool) {
             RaceHarness.expectInterleavings(
@@ -122,7 +114,6 @@ extension StressSuites {
                 setup: { EndRound(shape) },
                 left: { round in
                     round.tail.cancel()
-                    round.cancelReturned.increment()
                     if round.tail.peek() == nil { round.invisible.increment() }
                 },
                 right: { round in
@@ -135,10 +126,12 @@ extension StressSuites {
                     let source = round.work.attempt.peek()
                     #expect(round.invisible.value == 0, "cancel() returned before the tail's result was visible")
                     #expect(stopped <= 1, "onCancel ran \(stopped) times")
-                    #expect(round.lateDeliveries.value == 0, "a delivery of the tail started after cancel() returned")
-                    // No check on the steps' closures: a step's start is its check that its
-                    // attempt is pending, and one that passed it as `cancel()` decided may still
-                    // be entering the closure as `cancel()` returns (3 in about 40,000 rounds).
+                    // No check on when the steps' and callbacks' closures begin: across threads,
+                    // a step's or a callback's start is its check that the attempt is pending or
+                    // not cancelled, and one that passed it as `cancel()` decided may still be
+                    // entering the closure as `cancel()` returns (a few in 75,000 rounds in
+                    // release). Guarantees 9 and 10 are checked where cancel() and the delivery
+                    // are ordered, on one executor (AttemptRaceStressTests, SearchAsYouTypeTests).
                     #expect(round.delivered.count <= 1)
                     #expect(round.tail.isCancelled, "cancel() was called on the tail")
                     #expect((stopped == 1) == (round.producerWon.value == 0), "stopped iff the producer lost")
@@ -824,35 +817,26 @@ extension StressSuites {
         final class PlainRound: Sendable {
             fileprivate let work = DRWork<Plain>(DeferredAttempt<Int, Plain>())
             let tail: Attempt<Int, Plain>
-            let cancelReturned = Counter()
-            let late = Counter()
             let won = Counter()
 
             init() {
                 tail = work.attempt.map(upon: .immediate) { $0 }.map(upon: .immediate) { $0 }
-                tail.uponSuccess(.immediate) { [cancelReturned, late] _ in
-                    if cancelReturned.value > 0 { late.increment() }
-                }
             }
         }
 
         /// A plain attempt's tail cancelled against the producer's succeed: succeed always wins
-        /// the root's value; onCancel runs at most once, and no tail delivery starts after cancel().
+        /// the root's value, and onCancel runs at most once.
         @Test func aPlainTailCancelRacingTheProducer() {
             RaceHarness.expectInterleavings(
                 "plain tail cancel against succeed", rounds: Self.rounds / 2,
                 expected: ["stopped first", "producer first"],
                 setup: { PlainRound() },
-                left: { round in
-                    round.tail.cancel()
-                    round.cancelReturned.increment()
-                },
+                left: { round in round.tail.cancel() },
                 right: { round in if round.work.writer.succeed(with: 1) { round.won.increment() } },
                 classify: { round in
                     #expect(round.won.value == 1, "a plain producer's result always wins")
                     #expect(round.work.attempt.peek() == .success(1))
                     #expect(round.work.stopped.value <= 1)
-                    #expect(round.late.value == 0, "a delivery started after cancel() returned")
                     #expect(round.tail.isCancelled)
                     return round.work.stopped.value == 1 ? "stopped first" : "producer first"
                 })
