@@ -93,44 +93,49 @@ extension AttemptNode {
     }
 
     /// Ends this attempt's demand, for the one caller whose event ended it: lets go of what it
-    /// holds upstream, in a loop of its own unless it is a source that is decided already (a
-    /// step that ran on its result), which is dropped here.
+    /// holds upstream, in a release loop of its own if that may stop anything.
     @inlinable
     internal final func endDemand(_ end: DemandEnd) {
-        if DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone) {
-            let (held, dropping) = upstream.takeAloneAndTag { $0.releasesUnitByDropping }
-            if let held, !dropping {
-                var nodes = ReleaseStack()
-                nodes.pushUnit(held)
-                nodes.releaseAll()
-            }
-        } else {
-            let (held, handlers) = upstream.tagTakingUnmarked()
-            if let held {
-                var nodes = ReleaseStack()
-                nodes.pushUnit(held)
-                nodes.releaseAll()
-            } else if let handlers {
-                CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
-            }
+        let (held, byDropping) = takeHeld(as: end)
+        if let held, !byDropping {
+            var nodes = ReleaseStack()
+            nodes.pushUnit(held)
+            nodes.releaseAll()
         }
         demandEnded(end)
     }
 
-    /// Ends this attempt's demand, handing what it held upstream to `nodes`: the producer's
-    /// cancel handlers run (`.stop`) or are released unrun (`.settle`), and stay in the slot
-    /// (see ``onCancel(_:)``); a unit it held is released.
+    /// Ends this attempt's demand, handing what it held upstream to the caller's release loop,
+    /// `nodes`.
     @usableFromInline
     internal final func endDemand(_ end: DemandEnd, to nodes: inout ReleaseStack) {
-        let (held, handlers) =
-            DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone)
-            ? (upstream.takeAloneAndTag { _ in false }.object, nil) : upstream.tagTakingUnmarked()
-        if let held {
+        let (held, byDropping) = takeHeld(as: end)
+        if let held, !byDropping {
             nodes.pushUnit(held)
-        } else if let handlers {
-            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
         }
         demandEnded(end)
+    }
+
+    /// Takes what this attempt holds upstream as its demand ends, tagging the slot, and whether
+    /// releasing it is only dropping the reference (a source that is decided already, read
+    /// borrowed so that asking retains nothing).
+    ///
+    /// A node that holds alone takes it with a load and a store (see ``DemandState/holdsAlone``).
+    /// The producer's cancel handlers, which a root keeps there, stay in the slot (see
+    /// ``onCancel(_:)``): they run here if the attempt stopped, and are released unrun if it
+    /// settled.
+    @inlinable
+    @inline(__always)
+    internal final func takeHeld(as end: DemandEnd) -> (held: ChainNode?, byDropping: Bool) {
+        if DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone) {
+            let (held, byDropping) = upstream.takeAloneAndTag { $0.releasesUnitByDropping }
+            return (held, byDropping)
+        }
+        let (held, handlers) = upstream.tagTakingUnmarked()
+        if let handlers {
+            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+        }
+        return (held, false)
     }
 
     /// Makes this attempt hold a unit of `source`'s demand instead of what it held, unless its
