@@ -58,16 +58,6 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         bits.load(ordering: .relaxed) & Self.addressMask == 0
     }
 
-    /// Calls `body` with the object, if any, without retaining it.
-    ///
-    /// Only for an owner that keeps the object here for as long as `body` runs: one that never
-    /// takes or exchanges it while in use.
-    @inlinable
-    internal func withBorrowedObject<Result>(_ body: (Object) -> Result) -> Result? {
-        let address = bits.load(ordering: .acquiring) & Self.addressMask
-        return address == 0 ? nil : RetainedBits.withBorrowed(address, as: Object.self, body)
-    }
-
     /// Stores `object` if the slot holds none, keeping the tag; returns whether it did, and whether
     /// the tag was set at that moment.
     ///
@@ -128,14 +118,6 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         }
         let inspected = RetainedBits.withBorrowed(address, as: Object.self, inspect)
         return (RetainedBits.take(address, as: Object.self), inspected)
-    }
-
-    /// Sets the tag; returns the object in the slot (without taking it) and whether the tag was
-    /// set already.
-    @inlinable
-    internal func setTag() -> (object: Object?, wasTagged: Bool) {
-        let before = bits.bitwiseOr(Self.tagBit, ordering: .acquiringAndReleasing).oldValue
-        return (Self.borrow(before), before & Self.tagBit != 0)
     }
 
     /// Replaces the object with `object`, marked if `marked`, unless the tag is set; returns
