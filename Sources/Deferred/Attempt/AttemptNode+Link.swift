@@ -1,3 +1,5 @@
+public import Synchronization
+
 extension AttemptNode {
     // MARK: The link layer's entry points for attempts
 
@@ -34,7 +36,54 @@ extension AttemptNode {
         in queue: inout DrainQueue,
         _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) {
-        add(.sourcedLink(node, step), in: &queue)
+        if let unstored = storeConsumer(.sourcedLink(node, step)) {
+            runUnstored(unstored, in: &queue)
+        }
+    }
+
+    /// Adds the link of a consumer (a derived stage, a join, a shared run's caller), where it can
+    /// give its place back when it leaves: the first in the inline slot, like any handler, the
+    /// others in ``consumerLinks``.
+    @inlinable
+    internal final func addConsumer(_ link: Handler<Result<Success, Failure>>) {
+        if let unstored = storeConsumer(link) {
+            var queue = DrainQueue()
+            runUnstored(unstored, in: &queue)
+            queue.drain()
+        }
+    }
+
+    /// Stores a consumer's link (see ``addConsumer(_:)``), or hands it back if this attempt is
+    /// published or orphaned, for the caller to run or drop.
+    @inlinable
+    internal final func storeConsumer(_ link: Handler<Result<Success, Failure>>) -> Handler<
+        Result<Success, Failure>
+    >? {
+        let word = StorageState(rawValue: state.load(ordering: .acquiring))
+        guard word.isFirstClaimed, !word.isFilled else {
+            return store(link)
+        }
+        return storeApart(link)
+    }
+
+    /// Stores a consumer's link after the first in ``consumerLinks``, making them on first use.
+    @usableFromInline
+    internal final func storeApart(_ link: Handler<Result<Success, Failure>>) -> Handler<Result<Success, Failure>>? {
+        var (links, _) = consumerLinks.load()
+        if links == nil {
+            let made = ConsumerLinks<Result<Success, Failure>>()
+            links = consumerLinks.storeIfEmpty(made).stored ? made : consumerLinks.load().object
+        }
+        return links.unsafelyUnwrapped.add(link, to: self)
+    }
+
+    /// Counts a consumer that left while this attempt stays pending, so that the links of the
+    /// consumers that left are removed once they are a fixed share (see ``ConsumerLinks``).
+    @inlinable
+    internal final func consumerLeft(to nodes: inout ReleaseStack) {
+        if let links = consumerLinks.load().object {
+            links.departed(to: &nodes)
+        }
     }
 
     /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``
@@ -127,7 +176,7 @@ extension Attempt {
         _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
     ) -> Attempt<NewSuccess, NewFailure> {
         // A drain queue only where the step runs now: storing the link needs none.
-        node.add(.sourcedLink(derived, step))
+        node.addConsumer(.sourcedLink(derived, step))
         return Attempt<NewSuccess, NewFailure>(node: derived)
     }
 }

@@ -35,6 +35,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     internal let upstream: AtomicReference<ChainNode>
 
+    /// The links of its consumers after the first, made when the second comes; see
+    /// ``ConsumerLinks``.
+    @usableFromInline
+    internal let consumerLinks: AtomicReference<ConsumerLinks<Result<Success, Failure>>>
+
     /// Where the cancellation error comes from, or `nil` for the failure type's own.
     @usableFromInline
     internal let cancellation: CancellationErrorSource<Failure>?
@@ -44,6 +49,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference()
+        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -54,6 +60,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference(source)
+        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -70,6 +77,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         } else {
             upstream = AtomicReference()
         }
+        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -79,6 +87,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.finished.rawValue)
         upstream = AtomicReference(nil, tagged: true)
+        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init(filledWith: result)
     }
@@ -104,6 +113,11 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     override internal final func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
         releaseOwnUnit(givingBack: givingBack, to: &nodes)
+    }
+
+    @usableFromInline
+    override internal final var hasDecided: Bool {
+        isDecided
     }
 
     /// A decided attempt holds nothing upstream, so its release goes no deeper than itself.

@@ -166,7 +166,7 @@ extension AttemptNode {
     @inlinable
     internal final func caller(holding unit: DemandUnit) -> AttemptNode {
         let caller = AttemptNode(holding: unit.node, cancellation: nil)
-        add(.sourcedLink(caller, AttemptNode.forward))
+        addConsumer(.sourcedLink(caller, AttemptNode.forward))
         return caller
     }
 }

@@ -41,6 +41,14 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {}
 
+    /// Whether this node is decided (or being decided), so that a link to it has nothing left
+    /// to do: what lets ``ConsumerLinks`` remove a departed consumer's link. The default keeps
+    /// every link.
+    @usableFromInline
+    internal var hasDecided: Bool {
+        false
+    }
+
     /// Whether a unit of this node's demand can be released by dropping the reference alone:
     /// the node is an attempt that is decided, so no count matters any more and releasing it
     /// goes no deeper than the node.

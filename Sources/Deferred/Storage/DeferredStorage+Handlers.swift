@@ -35,6 +35,16 @@ extension DeferredStorage {
     /// caller to run now.
     @inlinable
     internal final func store(_ handler: consuming Handler<Value>) -> Handler<Value>? {
+        var position = HandlerPosition()
+        return store(handler, at: &position)
+    }
+
+    /// Stores `handler` as ``store(_:)`` does, and sets `position` to where it went (unchanged
+    /// if the handler is handed back).
+    @inlinable
+    internal final func store(_ handler: consuming Handler<Value>, at position: inout HandlerPosition) -> Handler<
+        Value
+    >? {
         let (word, claimedFirst) = state.update { observed in
             guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
                 return nil
@@ -52,13 +62,15 @@ extension DeferredStorage {
         if observed.registration == .runNow {
             return consume handler
         }
-        return storeInChunk(consume handler, observed: observed)
+        return storeInChunk(consume handler, observed: observed, at: &position)
     }
 
     /// Puts `handler` into the newest chunk, or a new chunk if that one is full, or hands it
     /// back if the value becomes visible first.
     @inlinable
-    internal final func storeInChunk(_ handler: consuming Handler<Value>, observed: StorageState) -> Handler<Value>? {
+    internal final func storeInChunk(
+        _ handler: consuming Handler<Value>, observed: StorageState, at position: inout HandlerPosition
+    ) -> Handler<Value>? {
         // Moved through a variable into the closure and back, so that it is never copied.
         var pending = Optional(handler)
         var capacity = 2
@@ -68,7 +80,8 @@ extension DeferredStorage {
                 $0.place(pending.take()!)
             }
             switch placement {
-            case .stored:
+            case .stored(let index):
+                position = HandlerPosition(chunk: observed.overflowHead, claims: index + 1)
                 return nil
             case .runNow(let unstored):
                 return unstored
@@ -91,7 +104,22 @@ extension DeferredStorage {
             RetainedBits.release(bits, as: HandlerChunk<Value>.self)
             return chunk.takeFirstHandler()
         }
+        position = HandlerPosition(chunk: bits, claims: 1)
         return nil
+    }
+
+    /// Whether the handler stored at `position` is still the newest: no handler was stored
+    /// after it (one that a registrant claimed a slot for, written or not, counts).
+    ///
+    /// A registrant sees every handler that its own thread stored before.
+    @usableFromInline
+    internal final func isNewestHandler(at position: HandlerPosition) -> Bool {
+        let head = StorageState(rawValue: state.load(ordering: .acquiring)).overflowHead
+        guard head == position.chunk else {
+            return false
+        }
+        // The storage keeps its chunks alive: no retain needed.
+        return head == 0 || RetainedBits.withBorrowed(head, as: HandlerChunk<Value>.self) { $0.claims } == position.claims
     }
 
     /// The registry of waiters that may give up, made and linked on first use; `nil` once the
@@ -115,5 +143,28 @@ extension DeferredStorage {
         }
         add(.link(made, WaiterRegistry<Value>.resumeAll))
         return made
+    }
+}
+
+/// Where a storage stored a handler: the inline slot, or a chunk with the number of slots
+/// claimed in it up to and including the handler's.
+@frozen
+@usableFromInline
+internal struct HandlerPosition: Equatable {
+    /// The address bits of the chunk, or zero for the inline slot.
+    @usableFromInline
+    internal var chunk: UInt = 0
+
+    /// How many slots of `chunk` were claimed once the handler's was.
+    @usableFromInline
+    internal var claims = 0
+
+    @inlinable
+    internal init() {}
+
+    @inlinable
+    internal init(chunk: UInt, claims: Int) {
+        self.chunk = chunk
+        self.claims = claims
     }
 }

@@ -71,6 +71,12 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
         set { withUnsafeMutablePointerToHeader { $0.pointee.next = newValue } }
     }
 
+    /// How many registrants asked for a slot so far (those past the capacity got none).
+    @usableFromInline
+    internal var claims: Int {
+        withUnsafeMutablePointerToElements { HandlerChunkState(rawValue: $0.pointee.load(ordering: .acquiring)).claims }
+    }
+
     /// How many slots this chunk has.
     @inlinable
     internal var slotCount: Int {
@@ -81,8 +87,8 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
     @frozen
     @usableFromInline
     internal enum Placement {
-        /// Into a slot: the fill runs it.
-        case stored
+        /// Into the slot at this index: the fill runs it.
+        case stored(Int)
         /// Nowhere, because every slot is taken: the caller needs a new chunk, of the capacity
         /// given.
         case full(Handler<Value>, nextCapacity: Int)
@@ -116,7 +122,7 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
                     rawValue: words.pointee.wrappingAdd(
                         HandlerChunkState.readyBit(index), ordering: .acquiringAndReleasing
                     ).oldValue)
-                return before.readyHandlerRunner == .registrant ? .runNow(slot.move()) : .stored
+                return before.readyHandlerRunner == .registrant ? .runNow(slot.move()) : .stored(index)
             }
         }
     }

@@ -54,6 +54,8 @@ extension AttemptNode {
         }
         if stops {
             stop(to: &nodes)
+        } else {
+            consumerLeft(to: &nodes)
         }
     }
 

@@ -1,0 +1,195 @@
+@testable import Deferred
+import DeferredExecutors
+import Dispatch
+import Synchronization
+import TestSupport
+import Testing
+
+/// A consumer that leaves a pending source leaves nothing behind: a cancelled derived stage, a
+/// shared run's caller that gave up, any consumer that decided before its source gives back its
+/// place in the source's list, while the links keep guarantee 3's order.
+@Suite struct LeavingConsumerTests {
+    /// A source that stays pending while a handler needs it, and how many links it holds apart.
+    final class PendingSource: Sendable {
+        let writer = HeldWriter<Int, TestError>()
+        let stopped = Counter()
+
+        init() {
+            writer.onCancel { [stopped] in stopped.increment() }
+            writer.attempt.upon(.immediate) { _ in }  // needs it for good, in the inline slot
+        }
+
+        var attempt: Attempt<Int, TestError> { writer.attempt }
+
+        /// The consumer links that the source keeps apart from its handler list.
+        var linksKept: Int { attempt.node.consumerLinks.load().object?.linkCount ?? 0 }
+    }
+
+    @Test(arguments: AttemptKind.allCases)
+    func everyKindOfStageThatLeavesGivesBackItsPlace(_ kind: AttemptKind) {
+        let source = PendingSource()
+        let queue = DispatchQueue(label: "delays")
+        var mostKept = 0
+        for _ in 0..<2_000 {
+            let stage = kind.stage(after: source.attempt, delayingOn: queue)
+            stage.upon(.immediate) { _ in }
+            stage.cancel()
+            mostKept = max(mostKept, source.linksKept)
+        }
+        #expect(mostKept <= 2, "\(kind): \(mostKept) links of stages that left were kept")
+        #expect(source.stopped.value == 0, "the handler still needs the source")
+        #expect(source.writer.succeed(with: 1))
+    }
+
+    @Test func stagesThatLeaveInBatchesAreGivenBackOnceTheyAreHalfTheLinks() {
+        let source = PendingSource()
+        let live = LiveCount()
+        for _ in 0..<20 {
+            let stages = (0..<500).map { _ in
+                let tracked = LifetimeTracked(live)
+                return source.attempt.map(upon: .immediate) {
+                    _ = tracked
+                    return $0
+                }
+            }
+            #expect(source.linksKept >= 500)
+            for stage in stages { stage.cancel() }
+        }
+        #expect(source.linksKept <= 1, "\(source.linksKept) links kept after every stage left")
+        #expect(live.value == 0, "\(live.value) transforms of stages that left are alive")
+        #expect(source.writer.succeed(with: 1))
+    }
+
+    @Test func aStageThatDecidesByItselfGivesBackItsPlaceToo() {
+        let source = PendingSource()
+        let clock = VirtualTimeExecutor()
+        for _ in 0..<1_000 {
+            let limited = source.attempt.timeout(after: .seconds(1), upon: clock, failingWith: .timedOut)
+            limited.upon(.immediate) { _ in }
+            clock.advance(by: .seconds(1))
+            #expect(limited.peek() == .failure(.timedOut))
+        }
+        #expect(source.linksKept <= 1)
+        #expect(source.stopped.value == 0)
+    }
+
+    /// Guarantee 3 across consumers apart and handlers: callbacks and stages (some cancelled)
+    /// added on one thread start in order on a serial executor.
+    @Test func consumersAndHandlersStartInTheOrderTheyWereAdded() {
+        let source = PendingSource()
+        let manual = ManualExecutor()
+        let order = Mutex<[String]>([])
+        @Sendable func log(_ name: String) { order.withLock { $0.append(name) } }
+        var keep: [Attempt<Int, TestError>] = []
+        source.attempt.uponSuccess(manual) { _ in log("a") }
+        keep.append(source.attempt.map(upon: manual) { log("b"); return $0 })
+        keep.append(source.attempt.map(upon: manual) { log("c"); return $0 })
+        source.attempt.uponSuccess(manual) { _ in log("d") }
+        let cancelled = source.attempt.map(upon: manual) { log("never"); return $0 }
+        keep.append(source.attempt.map(upon: manual) { log("e"); return $0 })
+        cancelled.cancel()
+        keep.append(source.attempt.recover(upon: manual) { _ in log("never"); return 0 })
+        source.attempt.uponSuccess(manual) { _ in log("f") }
+        keep.append(source.attempt.map(upon: manual) { log("g"); return $0 })
+        source.attempt.uponSuccess(manual) { _ in log("h") }
+        #expect(source.writer.succeed(with: 1))
+        manual.runUntilIdle()
+        #expect(order.withLock { $0 } == ["a", "b", "c", "d", "e", "f", "g", "h"])
+        withExtendedLifetime(keep) {}
+    }
+
+    /// A source whose writer goes while consumers wait apart: every consumer is orphaned and
+    /// released, the ones that left before it and the ones still waiting.
+    @Test func consumersApartAreReleasedWhenTheirSourceIsOrphaned() {
+        let live = LiveCount()
+        var stages: [Attempt<Int, TestError>] = []
+        do {
+            let writer = DeferredAttempt<Int, TestError>()
+            writer.attempt.upon(.immediate) { _ in }
+            for index in 0..<100 {
+                let tracked = LifetimeTracked(live)
+                let stage = writer.attempt.map(upon: .immediate) {
+                    _ = tracked
+                    return $0
+                }
+                if index % 3 == 0 {
+                    stage.cancel()
+                }
+                stages.append(stage)
+            }
+        }
+        #expect(live.value == 0, "\(live.value) transforms are alive after the writer went")
+        #expect(stages.allSatisfy { $0.peek() == nil || $0.isCancelled })
+    }
+
+    #if EXIT_TESTS  // a test in a child process; see testSwiftSettings in Package.swift
+        /// How a consumer that leaves is made, for the memory tests.
+        enum Leaver: String, Sendable {
+            /// A `map` stage with a handler, cancelled.
+            case cancelledStage
+            /// A caller of a shared run with a handler, cancelled while another caller keeps the run.
+            case sharedRunCaller
+        }
+
+        @Test(.timeLimit(.minutes(2)), .enabled(if: residentMemory() != nil))
+        func cancelledStagesLeaveMemoryFlat() async {
+            // Measured in a child process of its own, so that no other test's memory counts.
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                Self.measureLeaving(.cancelledStage)
+            }
+            Self.judge(.cancelledStage, String(decoding: result?.standardOutputContent ?? [], as: UTF8.self))
+        }
+
+        @Test(.timeLimit(.minutes(2)), .enabled(if: residentMemory() != nil))
+        func sharedRunCallersThatGiveUpLeaveMemoryFlat() async {
+            let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                Self.measureLeaving(.sharedRunCaller)
+            }
+            Self.judge(.sharedRunCaller, String(decoding: result?.standardOutputContent ?? [], as: UTF8.self))
+        }
+
+        /// In the child: makes the run's memory cycles of consumers that leave one pending source,
+        /// and prints the growth of resident memory.
+        static func measureLeaving(_ leaver: Leaver) -> Never {
+            let cycles = TestSize.current.memoryCycles
+            let source = PendingSource()
+            let shared = SharedAttempts<Int, Int, TestError>()
+            let keeper = shared.attempt(for: 0) { _ in source.attempt }
+            keeper.upon(.immediate) { _ in }
+            func leave() {
+                let consumer =
+                    switch leaver {
+                    case .cancelledStage: source.attempt.map(upon: .immediate) { $0 + 1 }
+                    case .sharedRunCaller: shared.attempt(for: 0) { _ in source.attempt }
+                    }
+                consumer.upon(.immediate) { _ in }
+                consumer.cancel()
+            }
+            for _ in 0..<5_000 { leave() }  // warm the caches up
+            let before = residentMemory() ?? 0
+            for _ in 0..<cycles { leave() }
+            let growth = (residentMemory() ?? 0) - before
+            print("growth: \(growth)")
+            print("cycles: \(cycles)")
+            print("stopped: \(source.stopped.value)")
+            blackHole(keeper)
+            endExitTest(passed: true)
+        }
+
+        /// In the parent: judges what the child printed.
+        static func judge(_ leaver: Leaver, _ report: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let growth = measuredFigure("growth", in: report)
+            let cycles = measuredFigure("cycles", in: report) ?? 0
+            progress(
+                "\(cycles) consumers that left (\(leaver.rawValue)) one pending source: resident memory grew by \(growth ?? -1) bytes"
+            )
+            // Kept, each would cost about 190 bytes (260 for a caller): 38 to 52 MB for 200,000.
+            #expect(
+                growth.map { $0 < 4_000_000 } == true, "grew by \(growth ?? -1) bytes; the limit is 4 MB",
+                sourceLocation: sourceLocation)
+            #expect(
+                measuredFigure("stopped", in: report) == 0, "the keeper still needs the source",
+                sourceLocation: sourceLocation)
+        }
+    #endif
+}
