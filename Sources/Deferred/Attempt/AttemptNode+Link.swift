@@ -66,24 +66,30 @@ extension AttemptNode {
         return storeApart(link)
     }
 
-    /// Stores a consumer's link after the first in ``consumerLinks``, making them on first use.
-    @usableFromInline
+    /// Stores a consumer's link after the first in the attempt's ``ConsumerLinks``, which its
+    /// ``WaiterRegistry`` keeps, making them on first use.
+    @inlinable
     internal final func storeApart(_ link: Handler<Result<Success, Failure>>) -> Handler<Result<Success, Failure>>? {
-        var (links, _) = consumerLinks.load()
-        if links == nil {
-            let made = ConsumerLinks<Result<Success, Failure>>()
-            links = consumerLinks.storeIfEmpty(made).stored ? made : consumerLinks.load().object
+        guard let registry = waiters() else {
+            return store(link)  // Published meanwhile: the link runs now.
         }
-        return links.unsafelyUnwrapped.add(link, to: self)
+        return registry.consumerLinks().add(link, to: self)
     }
 
     /// Counts a consumer that left while this attempt stays pending, so that the links of the
     /// consumers that left are removed once they are a fixed share (see ``ConsumerLinks``).
     @inlinable
     internal final func consumerLeft(to nodes: inout ReleaseStack) {
-        if let links = consumerLinks.load().object {
-            links.departed(to: &nodes)
+        if waiterRegistry.load(ordering: .relaxed) & ~recordedBit != 0 {
+            departed(to: &nodes)
         }
+    }
+
+    /// Counts a departure in the consumer links, if this attempt made them.
+    @usableFromInline
+    internal final func departed(to nodes: inout ReleaseStack) {
+        let bits = waiterRegistry.load(ordering: .acquiring) & ~recordedBit
+        RetainedBits.borrow(bits, as: SideRegistry.self).anyConsumerLinks?.departed(to: &nodes)
     }
 
     /// The source attempt of a step: the storage that runs a ``Handler/sourcedLink(_:_:)``

@@ -35,11 +35,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     internal let upstream: AtomicReference<ChainNode>
 
-    /// The links of its consumers after the first, made when the second comes; see
-    /// ``ConsumerLinks``.
-    @usableFromInline
-    internal let consumerLinks: AtomicReference<ConsumerLinks<Result<Success, Failure>>>
-
     /// Where the cancellation error comes from, or `nil` for the failure type's own.
     @usableFromInline
     internal let cancellation: CancellationErrorSource<Failure>?
@@ -49,7 +44,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference()
-        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -60,7 +54,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference(source)
-        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -77,7 +70,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         } else {
             upstream = AtomicReference()
         }
-        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init()
     }
@@ -87,7 +79,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.finished.rawValue)
         upstream = AtomicReference(nil, tagged: true)
-        consumerLinks = AtomicReference()
         self.cancellation = cancellation
         super.init(filledWith: result)
     }
@@ -206,12 +197,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     internal var isWaitingForDroppedBody: Bool {
         !isDecided
     }
-
-    /// Releases the step of an attempt that lost its deciders (see ``loseDeciders(to:)``): its
-    /// source's handler, or the body that would run the step, was released unrun, so nothing
-    /// else touches the step any more.
-    @usableFromInline
-    internal func dropUnrunStep() {}
 
     /// Releases what a pending timer would deliver or start for this attempt (a delayed result,
     /// a retry's work), once it is decided as cancelled: a timer keeps nothing of a cancelled

@@ -41,9 +41,19 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {}
 
+    /// Releases the step of a node whose link was released unrun.
+    ///
+    /// That link was its source's handler, or the body that would run the step, so nothing else
+    /// touches the step any more: what an attempt that lost its deciders, or a consumer whose
+    /// link ``ConsumerLinks`` removed, does. The default holds no step.
+    @usableFromInline
+    internal func dropUnrunStep() {}
+
     /// Whether this node is decided (or being decided), so that a link to it has nothing left
-    /// to do: what lets ``ConsumerLinks`` remove a departed consumer's link. The default keeps
-    /// every link.
+    /// to do.
+    ///
+    /// What lets ``ConsumerLinks`` remove a departed consumer's link; the default keeps every
+    /// link.
     @usableFromInline
     internal var hasDecided: Bool {
         false
@@ -107,6 +117,9 @@ internal struct ReleaseStack {
         case unit
         /// A reader gives back the unit it held while it waited.
         case givenBackUnit
+        /// A consumer's link to the node was removed unrun (see ``ConsumerLinks``): its unrun
+        /// step goes.
+        case removedLink
     }
 
     /// The node pushed last, if any.
@@ -187,6 +200,8 @@ internal struct ReleaseStack {
             }
             if kind == .unit || kind == .givenBackUnit {
                 node.releaseUnit(givingBack: kind == .givenBackUnit, to: &self)
+            } else if kind == .removedLink {
+                node.dropUnrunStep()
             }
             if isKnownUniquelyReferenced(&node) {
                 node.detachDownstream(to: &self)

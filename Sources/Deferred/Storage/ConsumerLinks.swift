@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// The links of an attempt's consumers after its first (derived stages, joins, shared-run
 /// callers), kept where a consumer that leaves can give its place back.
 ///
@@ -12,8 +14,9 @@
 /// run in the handler list, and guarantee 3's order holds for consumers and handlers alike.
 ///
 /// A consumer that leaves releases its unit of the attempt's demand, which counts a departure
-/// here (``departed(to:)``); once departures since the last compaction make up half of the
-/// links, the one that made the share removes every link whose consumer has decided. Each
+/// here (``AnyConsumerLinks/departed(to:)``); once departures since the last compaction make up
+/// half of the links and number at least 16, the one that made the share removes every link
+/// whose consumer has decided. Each
 /// compaction removes at least half of what it scans or resets the count of what it scanned,
 /// so leaving costs O(1) amortized, and the links kept are at most twice the live ones.
 ///
@@ -24,24 +27,17 @@
 /// `@unchecked Sendable` is sound because every mutable field, here and in the segments, is
 /// read and written only while `lock` is held.
 @usableFromInline
-internal final class ConsumerLinks<Value: Sendable>: @unchecked Sendable {
-    @usableFromInline
-    internal let lock = TableLock()
-
+internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecked Sendable {
     /// The newest segment, until it runs or is dropped.
-    private var newest: ConsumerSegment<Value>?
+    @usableFromInline
+    internal var newest: ConsumerSegment<Value>?
 
     /// The older segments that still hold links, oldest first.
-    private var older: [ConsumerSegment<Value>] = []
-
-    /// How many links the segments hold.
-    private var count = 0
-
-    /// How many consumers left since the last compaction.
-    private var departures = 0
+    @usableFromInline
+    internal var older: [ConsumerSegment<Value>] = []
 
     @usableFromInline
-    internal init() {}
+    override internal init() {}
 
     /// How many links the segments hold, those of consumers that left and were not removed yet
     /// included: what the tests check stays bounded.
@@ -54,7 +50,7 @@ internal final class ConsumerLinks<Value: Sendable>: @unchecked Sendable {
     ///
     /// Returns a handler that `storage` handed back because it is published or orphaned, for
     /// the caller to run or drop (see ``DeferredStorage/runUnstored(_:in:)``).
-    @usableFromInline
+    @inlinable
     internal func add<Slot>(
         _ handler: Handler<Value>, to storage: DeferredStorage<Value, Slot>
     ) -> Handler<Value>? {
@@ -84,36 +80,24 @@ internal final class ConsumerLinks<Value: Sendable>: @unchecked Sendable {
         return nil
     }
 
-    /// Counts a consumer that left, and compacts once departures make up half of the links,
-    /// handing the removed links' nodes to `nodes` as lost.
+    /// Removes the links whose consumers have decided, handing their nodes to `nodes`; called
+    /// with the lock held.
     @usableFromInline
-    internal func departed(to nodes: inout ReleaseStack) {
-        var removed: [ChainNode] = []
-        lock.withLock {
-            departures += 1
-            guard departures * 2 >= count else {
-                return
-            }
-            departures = 0
-            if let newest {
-                newest.removeLeft(into: &removed)
-            }
-            older.removeAll { segment in
-                segment.removeLeft(into: &removed)
-                return segment.links.isEmpty
-            }
-            count -= removed.count
+    override internal func compact(to nodes: inout ReleaseStack) {
+        var removed = 0
+        if let newest {
+            removed += newest.removeLeft(to: &nodes)
         }
-        // Their links will never run: each node is told so, as when a storage drops its links
-        // (a decided node only lets go of a step that never ran).
-        nodes.reserve(removed.count)
-        for node in removed {
-            nodes.pushLost(node)
+        older.removeAll { segment in
+            removed += segment.removeLeft(to: &nodes)
+            return segment.links.isEmpty
         }
+        count -= removed
     }
 
     /// Closes `segment` and takes its links, which the caller runs or drops.
-    fileprivate func close(_ segment: ConsumerSegment<Value>) -> [Handler<Value>] {
+    @inlinable
+    internal func close(_ segment: ConsumerSegment<Value>) -> [Handler<Value>] {
         lock.withLock {
             segment.isOpen = false
             let links = segment.links
@@ -139,24 +123,29 @@ internal final class ConsumerLinks<Value: Sendable>: @unchecked Sendable {
 /// lock is held.
 @usableFromInline
 internal final class ConsumerSegment<Value: Sendable>: ChainNode, @unchecked Sendable {
-    private let owner: ConsumerLinks<Value>
+    @usableFromInline
+    internal let owner: ConsumerLinks<Value>
 
     /// The links it stands for, in the order they were added.
-    fileprivate var links: [Handler<Value>]
+    @usableFromInline
+    internal var links: [Handler<Value>]
 
     /// Whether it still takes links: it has neither run nor been dropped.
-    fileprivate var isOpen = true
+    @usableFromInline
+    internal var isOpen = true
 
     /// Where its link is in the attempt's handler list, once stored.
-    fileprivate var position: HandlerPosition?
+    @usableFromInline
+    internal var position: HandlerPosition?
 
-    fileprivate init(of owner: ConsumerLinks<Value>, holding first: Handler<Value>) {
+    @inlinable
+    internal init(of owner: ConsumerLinks<Value>, holding first: Handler<Value>) {
         self.owner = owner
         links = [first]
     }
 
     /// The link step of a segment: runs its links, in order, with the attempt's value.
-    @usableFromInline
+    @inlinable
     internal static func run(_ source: ChainNode, _ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
         let segment = ConsumerSegment.linked(node)
         for link in segment.owner.close(segment) {
@@ -178,20 +167,70 @@ internal final class ConsumerSegment<Value: Sendable>: ChainNode, @unchecked Sen
         lostDecider(to: &nodes)
     }
 
-    /// Moves the nodes of the links whose consumers have decided into `removed`, keeping the
-    /// others in order; shrinks the array once it is mostly empty.
-    fileprivate func removeLeft(into removed: inout [ChainNode]) {
-        let before = removed.count
-        var kept: [Handler<Value>] = []
-        for link in links {
-            if let node = link.linkedNode, node.hasDecided {
-                removed.append(node)
-            } else {
-                kept.append(link)
+    /// Removes the links whose consumers have decided, keeping the others in order, and hands
+    /// their nodes to `nodes` (which drops their unrun steps once no lock is held); returns how
+    /// many it removed.
+    @inlinable
+    internal func removeLeft(to nodes: inout ReleaseStack) -> Int {
+        let before = links.count
+        links.removeAll { link in
+            guard let node = link.linkedNode, node.hasDecided else {
+                return false
             }
+            nodes.push(node, kind: .removedLink)
+            return true
         }
-        if removed.count > before {
-            links = kept
+        return before - links.count
+    }
+}
+
+/// The part of ``ConsumerLinks`` that is not generic: the lock, the counts and the departure,
+/// so that a consumer leaving (which an unspecialized node reports) looks up no generic
+/// metadata until a compaction is due, and so that releasing it in an unspecialized `deinit`
+/// looks up none either.
+///
+/// `@unchecked Sendable` is sound because its counts are used only while `lock` is held.
+@usableFromInline
+internal class AnyConsumerLinks: @unchecked Sendable {
+    @usableFromInline
+    internal let lock = TableLock()
+
+    /// How many links the segments hold.
+    @usableFromInline
+    internal var count = 0
+
+    /// How many consumers left since the last compaction: counted without the lock, so that a
+    /// departure that makes no compaction costs one atomic step.
+    @usableFromInline
+    internal let departures: Atomic<Int> = Atomic(0)
+
+    @usableFromInline
+    internal init() {}
+
+    /// The fewest departures that make a compaction: a few links of consumers that left may
+    /// wait for the next, so that one consumer leaving at a time does not scan each time.
+    @inlinable
+    internal static var fewestDeparturesToCompact: Int { 16 }
+
+    /// Counts a consumer that left, and compacts once departures make up half of the links and
+    /// number at least ``fewestDeparturesToCompact``, handing the removed links' nodes to
+    /// `nodes`.
+    @usableFromInline
+    internal final func departed(to nodes: inout ReleaseStack) {
+        guard departures.add(1, ordering: .relaxed).newValue >= Self.fewestDeparturesToCompact else {
+            return
+        }
+        lock.withLock {
+            let departed = departures.load(ordering: .relaxed)
+            guard departed >= Self.fewestDeparturesToCompact, departed * 2 >= count else {
+                return  // Compacted meanwhile, or too few yet.
+            }
+            departures.subtract(departed, ordering: .relaxed)
+            compact(to: &nodes)
         }
     }
+
+    /// Removes the links whose consumers have decided; called with the lock held.
+    @usableFromInline
+    internal func compact(to nodes: inout ReleaseStack) {}
 }

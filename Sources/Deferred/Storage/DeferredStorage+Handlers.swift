@@ -119,7 +119,8 @@ extension DeferredStorage {
             return false
         }
         // The storage keeps its chunks alive: no retain needed.
-        return head == 0 || RetainedBits.withBorrowed(head, as: HandlerChunk<Value>.self) { $0.claims } == position.claims
+        return head == 0
+            || RetainedBits.withBorrowed(head, as: HandlerChunk<Value>.self) { $0.claims } == position.claims
     }
 
     /// The registry of waiters that may give up, made and linked on first use; `nil` once the

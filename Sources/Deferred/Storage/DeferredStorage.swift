@@ -331,4 +331,5 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 
 /// The bit of ``DeferredStorage/waiterRegistry`` that says ``PendingFutures`` recorded the
 /// storage.
+@inlinable
 internal var recordedBit: UInt { 1 }

@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The parties waiting for one storage's value that may give up: tasks in the cancellable
 /// ``FutureProtocol/get()`` and threads in a blocking `wait(until:)` with a deadline.
@@ -24,7 +24,7 @@ import Synchronization
 /// exchange that closes the stack, and read only after an acquiring operation sees it closed
 /// (a compaction's failed push-back); the stack hands each node to one party at a time.
 @usableFromInline
-internal final class WaiterRegistry<Value: Sendable>: ChainNode, @unchecked Sendable {
+internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked Sendable {
     private let stack = ClosableStack<Waiter<Value>>()
     private let registered = Atomic<Int>(0)
     private let cancelled = Atomic<Int>(0)
@@ -36,6 +36,29 @@ internal final class WaiterRegistry<Value: Sendable>: ChainNode, @unchecked Send
 
     @usableFromInline
     override internal init() {}
+
+    /// The attempt's consumer links, if it made them.
+    @inlinable
+    internal var existingConsumerLinks: ConsumerLinks<Value>? {
+        let bits = consumerLinksBits.load(ordering: .acquiring)
+        // The bits are always those of this registry's `ConsumerLinks<Value>`.
+        return bits == 0 ? nil : RetainedBits.borrow(bits, as: ConsumerLinks<Value>.self)
+    }
+
+    /// The attempt's consumer links, made on first use.
+    @inlinable
+    internal func consumerLinks() -> ConsumerLinks<Value> {
+        if let existing = existingConsumerLinks {
+            return existing
+        }
+        let made = ConsumerLinks<Value>()
+        let bits = RetainedBits.retain(made as AnyConsumerLinks)
+        guard consumerLinksBits.update({ $0 == 0 ? bits : nil }).updated else {
+            RetainedBits.release(bits, as: AnyConsumerLinks.self)
+            return existingConsumerLinks.unsafelyUnwrapped
+        }
+        return made
+    }
 
     /// The link step that the storage's handler runs when the value arrives.
     @usableFromInline
@@ -127,5 +150,35 @@ internal final class WaiterRegistry<Value: Sendable>: ChainNode, @unchecked Send
         while let waiter = waiters.popFirst() {
             waiter.resume(returning: value)
         }
+    }
+}
+
+/// The part of a ``WaiterRegistry`` that is not generic: where an attempt keeps its
+/// ``ConsumerLinks``, so that a consumer leaving finds them without any generic metadata.
+///
+/// The links are kept in this side object, which only some storages make, so that an attempt
+/// node grows by no field for them.
+@usableFromInline
+internal class SideRegistry: ChainNode, @unchecked Sendable {
+    /// The address bits of the attempt's ``ConsumerLinks``, retained, or zero until its second
+    /// consumer comes.
+    @usableFromInline
+    internal let consumerLinksBits: Atomic<UInt> = Atomic(0)
+
+    @usableFromInline
+    override internal init() {}
+
+    deinit {
+        let bits = consumerLinksBits.load(ordering: .acquiring)
+        if bits != 0 {
+            RetainedBits.release(bits, as: AnyConsumerLinks.self)
+        }
+    }
+
+    /// The consumer links, if made, without their type.
+    @inlinable
+    internal var anyConsumerLinks: AnyConsumerLinks? {
+        let bits = consumerLinksBits.load(ordering: .acquiring)
+        return bits == 0 ? nil : RetainedBits.borrow(bits, as: AnyConsumerLinks.self)
     }
 }
