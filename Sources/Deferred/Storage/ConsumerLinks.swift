@@ -32,7 +32,7 @@ internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecke
     @usableFromInline
     internal var newest: ConsumerSegment<Value>?
 
-    /// The older segments that still hold links, oldest first.
+    /// The older segments that still hold links, in no particular order.
     @usableFromInline
     internal var older: [ConsumerSegment<Value>] = []
 
@@ -62,6 +62,7 @@ internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecke
             }
             let segment = ConsumerSegment(of: self, holding: handler)
             if let newest, !newest.links.isEmpty {
+                newest.olderIndex = older.count
                 older.append(newest)
             }
             newest = segment
@@ -90,7 +91,14 @@ internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecke
         }
         older.removeAll { segment in
             removed += segment.removeLeft(to: &nodes)
-            return segment.links.isEmpty
+            guard segment.links.isEmpty else {
+                return false
+            }
+            segment.olderIndex = -1
+            return true
+        }
+        for (index, segment) in older.enumerated() {
+            segment.olderIndex = index
         }
         count -= removed
     }
@@ -105,8 +113,14 @@ internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecke
             count -= links.count
             if newest === segment {
                 newest = nil
-            } else if let index = older.firstIndex(where: { $0 === segment }) {
-                older.remove(at: index)
+            } else if segment.olderIndex >= 0 {
+                // Swapped out with the last: segments close in any order, each in O(1).
+                let last = older.removeLast()
+                if last !== segment {
+                    last.olderIndex = segment.olderIndex
+                    older[segment.olderIndex] = last
+                }
+                segment.olderIndex = -1
             }
             return links
         }
@@ -133,6 +147,10 @@ internal final class ConsumerSegment<Value: Sendable>: ChainNode, @unchecked Sen
     /// Whether it still takes links: it has neither run nor been dropped.
     @usableFromInline
     internal var isOpen = true
+
+    /// Its index in its links' older segments, or -1 while it is the newest or has left them.
+    @usableFromInline
+    internal var olderIndex = -1
 
     /// Where its link is in the attempt's handler list, once stored.
     @usableFromInline
