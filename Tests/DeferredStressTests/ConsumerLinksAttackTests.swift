@@ -708,6 +708,11 @@ extension StressSuites {
             var siblingsCancelled: Bool
         }
 
+        /// The deep chains' size: the quick one at any size (20,000 levels on a 160 KiB stack,
+        /// which a recursion once per level overflows); the chains of every kind go a million deep
+        /// in the stack-safety stage, and nine of these at that depth would take two minutes.
+        static let deepSize = TestSize(.quick)
+
         /// Builds a chain of `depth` levels, each with three `map` stages of which two are
         /// cancelled (the continuing one first, middle or last), ends the root, and reports.
         static func deepChain(depth: Int, continuingAt position: Int, end: RootEnd) -> DeepOutcome {
@@ -760,8 +765,10 @@ extension StressSuites {
 
         @Test(.skippedUnderThreadSanitizer, arguments: RootEnd.allCases, [0, 1, 2])
         func deepChainOfLevelsWithCancelledSiblings(end: RootEnd, continuingAt position: Int) async {
-            let depth = TestSize.current.depth
-            let outcome = await onDeepStack("consumers apart, \(end.rawValue), continuing at \(position)") {
+            let depth = Self.deepSize.depth
+            let outcome = await onDeepStack(
+                "consumers apart, \(end.rawValue), continuing at \(position)", size: Self.deepSize
+            ) {
                 Self.deepChain(depth: depth, continuingAt: position, end: end)
             }
             #expect(outcome.siblingsCancelled)
@@ -784,8 +791,9 @@ extension StressSuites {
         /// left), stops the producer and releases every transform.
         @Test(.skippedUnderThreadSanitizer)
         func deepChainOfLevelsWithCancelledSiblingsCancelledFromTheTail() async {
-            let depth = TestSize.current.depth
-            let (live, stops) = await onDeepStack("consumers apart, tail cancelled") { () -> (Int, Int) in
+            let depth = Self.deepSize.depth
+            let (live, stops) = await onDeepStack("consumers apart, tail cancelled", size: Self.deepSize) {
+                () -> (Int, Int) in
                 let live = LiveCount()
                 let source = Source(inlineHandler: false)
                 do {
