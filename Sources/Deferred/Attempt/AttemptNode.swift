@@ -106,14 +106,9 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         releaseOwnUnit(givingBack: givingBack, to: &nodes)
     }
 
-    @usableFromInline
-    override internal final var hasDecided: Bool {
-        isDecided
-    }
-
     /// A decided attempt holds nothing upstream, so its release goes no deeper than itself.
     @usableFromInline
-    override internal final var releasesUnitByDropping: Bool {
+    override internal final var hasDecided: Bool {
         isDecided
     }
 

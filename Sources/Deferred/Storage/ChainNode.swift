@@ -49,21 +49,14 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func dropUnrunStep() {}
 
-    /// Whether this node is decided (or being decided), so that a link to it has nothing left
-    /// to do.
+    /// Whether this node is an attempt that is decided (or being decided); `false` for any
+    /// other node.
     ///
-    /// What lets ``ConsumerLinks`` remove a departed consumer's link; the default keeps every
-    /// link.
+    /// Then a link to it has nothing left to do, which lets ``ConsumerLinks`` remove a departed
+    /// consumer's link; and no count of its demand matters any more, so a unit of it is
+    /// released by dropping the reference alone, which goes no deeper than the node.
     @usableFromInline
     internal var hasDecided: Bool {
-        false
-    }
-
-    /// Whether a unit of this node's demand can be released by dropping the reference alone:
-    /// the node is an attempt that is decided, so no count matters any more and releasing it
-    /// goes no deeper than the node.
-    @usableFromInline
-    internal var releasesUnitByDropping: Bool {
         false
     }
 

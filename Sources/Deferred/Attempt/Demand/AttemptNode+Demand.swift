@@ -68,8 +68,9 @@ extension AttemptNode {
 
     /// Carries out a stop that the caller's event made (see ``DemandState``), handing what it
     /// lets go of to `nodes`: an attempt with a cancellation error is decided as cancelled unless
-    /// something decided it first (which then ends its demand); one without runs its producer's
-    /// cancel handlers and lets go of what it holds upstream, and stays pending.
+    /// something decided it first (which then ends its demand, and whose result is visible when
+    /// this returns); one without runs its producer's cancel handlers and lets go of what it holds
+    /// upstream, and stays pending.
     @usableFromInline
     internal final func stop(to nodes: inout ReleaseStack) {
         guard let error = cancellationError else {
@@ -78,6 +79,12 @@ extension AttemptNode {
         }
         if claimFillAcquiring() {
             decideStopped(with: error, to: &nodes)
+        } else {
+            // Another party claimed the fill and is publishing: whatever this stop lets run next
+            // (a time limit's callbacks, say) sees that result, as a losing `cancel()` would
+            // (guarantee 12). No party runs code between its claim and its publication, so this
+            // never waits for its own thread.
+            awaitPublication()
         }
     }
 
@@ -130,7 +137,7 @@ extension AttemptNode {
     @inline(__always)
     internal final func takeHeld(as end: DemandEnd) -> (held: ChainNode?, byDropping: Bool) {
         if DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone) {
-            let (held, byDropping) = upstream.takeAloneAndTag { $0.releasesUnitByDropping }
+            let (held, byDropping) = upstream.takeAloneAndTag { $0.hasDecided }
             return (held, byDropping)
         }
         let (held, handlers) = upstream.tagTakingUnmarked()
