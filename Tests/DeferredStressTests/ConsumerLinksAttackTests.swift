@@ -393,6 +393,10 @@ extension StressSuites {
                 "two threads add consumers",
                 rounds: 40,
                 expected: ["overlapped", "one side first"],
+                // 300 registrations a side nearly always overlap (800 of 800 rounds in a release
+                // run): "one side first" is what a round that did not overlap is, not a case to
+                // wait for; the order and once checks hold in every round.
+                requireEvery: false,
                 setup: { CrowdFixture() },
                 left: { $0.add(side: 0) },
                 right: { $0.add(side: 1) },
