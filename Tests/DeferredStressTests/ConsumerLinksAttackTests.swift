@@ -89,16 +89,6 @@ extension StressSuites {
             }
         }
 
-        /// Runs `body` on a thread and waits for it up to `seconds`; `false` if it did not return.
-        static func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                body()
-                done.signal()
-            }.start()
-            return done.wait(timeout: .now() + seconds) == .success
-        }
-
         // MARK: Races: registration against the fill
 
         final class LateConsumerFixture: Sendable {
@@ -633,7 +623,7 @@ extension StressSuites {
                 }
             }
             let snapshot = probes
-            let finished = Self.returns(within: 20) {
+            let finished = OrphaningAttackTests.returns(within: 20) {
                 for index in stride(from: 0, to: 20, by: 4) { snapshot[index].cancel() }
             }
             #expect(finished, "cancelling returned")
