@@ -309,6 +309,10 @@ import Testing
                 return Attempt(failedWith: .failed(0))
             }
             #expect(started.value == 1)
+            // The try failed at once; the loop decides on a retry on the queue (which calls
+            // `shouldRetry` and so holds the plan meanwhile, like any body running when `cancel()`
+            // is called). Once that has run, the loop waits out its backoff: the case tested.
+            queue.sync {}
             retried.cancel()
         }
         #expect(live.value == 0, "\(live.value) retry captures kept after cancel")
