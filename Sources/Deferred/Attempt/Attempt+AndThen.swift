@@ -20,11 +20,8 @@ extension Attempt {
         upon executor: some Executor,
         start: @escaping @Sendable (Success) throws(Failure) -> Attempt<NewSuccess, Failure>
     ) -> Attempt<NewSuccess, Failure> {
-        typealias Node = FollowingAttemptNode<OnSuccessStep<Success, NewSuccess, Attempt<NewSuccess, Failure>, Failure>>
-        return attach(
-            Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
-            Node.receive
-        )
+        follow(
+            OnSuccessStep<Success, NewSuccess, Attempt<NewSuccess, Failure>, Failure>.self, upon: executor, body: start)
     }
 
     /// Returns an attempt that continues with the attempt `start` makes from this attempt's
@@ -66,11 +63,7 @@ extension Attempt {
         upon executor: some Executor,
         to start: @escaping @Sendable (Failure) throws(Failure) -> Attempt<Success, Failure>
     ) -> Attempt<Success, Failure> {
-        typealias Node = FollowingAttemptNode<OnFailureStep<Success, Attempt<Success, Failure>, Failure>>
-        return attach(
-            Node(on: self, executor: executor.runsInPlace ? nil : executor, body: start),
-            Node.receive
-        )
+        follow(OnFailureStep<Success, Attempt<Success, Failure>, Failure>.self, upon: executor, body: start)
     }
 
     /// Returns an attempt that succeeds with this attempt's value, or continues with the attempt
@@ -94,106 +87,29 @@ extension Attempt {
     }
 }
 
-/// An attempt that waits for its source, then for another attempt that a step starts from the
-/// source's result: the node behind `andThen` and `fallback`.
-///
-/// While it waits for the source, it holds a unit of the source's demand; once the step has
-/// started the next attempt, a unit of the next attempt's demand instead. Cancelling it, or
-/// its last consumer giving up, releases whichever unit it holds, which cancels that attempt
-/// unless something else needs it.
-@usableFromInline
-internal final class FollowingAttemptNode<Step: AttemptStep>: AttemptNode<Step.Success, Step.Failure>,
-    @unchecked Sendable
-where Step.InputFailure == Step.Failure, Step.Output == Attempt<Step.Success, Step.Failure> {
-    /// Where the step runs; `nil` stands for the immediate executor.
+extension Attempt {
+    /// Derives an attempt that follows the attempt `Step` starts with `body`, on `executor`.
     ///
-    /// Taken by the single run of the source's handler that submits the step, as in
-    /// ``StepAttemptNode``.
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var executor: (any Executor)?
-
-    /// The user's closure, until it runs or is dropped; taken by one owner at a time, as in
-    /// ``StepAttemptNode``.
-    @exclusivity(unchecked)
-    @usableFromInline
-    internal var body: Step.Body?
-
+    /// While it waits for this attempt, it holds a unit of this attempt's demand; once the step
+    /// has started the next attempt, a unit of the next attempt's demand instead. Cancelling it,
+    /// or its last consumer giving up, releases whichever unit it holds, which cancels that
+    /// attempt unless something else needs it.
     @inlinable
-    internal init(on source: Attempt<Step.Input, Step.Failure>, executor: (any Executor)?, body: @escaping Step.Body) {
-        self.executor = executor
-        self.body = body
-        super.init(holding: source.node.heldByConsumer(), cancellation: source.node.cancellation)
-    }
-
-    /// The link step that the source's handler runs.
-    @inlinable
-    internal static func receive(
-        _ source: ChainNode, _ node: ChainNode, _ input: Result<Step.Input, Step.Failure>, _ queue: inout DrainQueue
-    ) {
-        let node = FollowingAttemptNode.linked(node)
-        if AttemptNode<Step.Input, Step.Failure>.source(source).isCancelledFlag,
-            node.decideCancelled(from: input, in: &queue)
-        {
-            return
-        } else if !Step.runs(for: input) {
-            node.passOn(input, in: &queue)
-        } else if let executor = node.executor.take() {
-            let guarded = SubmittedBody(node)
-            executor.submit {
-                var queue = DrainQueue()
-                guarded.node.start(input, in: &queue)
-                queue.drain()
-            }
-        } else {
-            node.start(input, in: &queue)
+    internal func follow<Step: AttemptStep>(
+        _: Step.Type, upon executor: some Executor, body: @escaping Step.Body
+    ) -> Attempt<Step.Success, Failure>
+    where
+        Step.Input == Success, Step.InputFailure == Failure, Step.Failure == Failure,
+        Step.Output == Attempt<Step.Success, Failure>
+    {
+        guard executor.runsInPlace else {
+            typealias Node = StepAttemptNode<Step, OnExecutor>
+            let node = Node(
+                on: self, place: OnExecutor(executor), body: body, cancellation: node.cancellation, follows: true)
+            return attach(node, Node.receiveFollowing)
         }
-    }
-
-    @usableFromInline
-    override internal func dropUnrunStep() {
-        body = nil
-    }
-
-    /// The step starts the next attempt and follows it: its body never ran if it still holds
-    /// the closure.
-    @usableFromInline
-    override internal var isWaitingForDroppedBody: Bool {
-        body != nil
-    }
-
-    /// Decides this attempt as cancelled, since its source was with `input`; returns `false`,
-    /// deciding nothing, if its failure type has no cancellation error.
-    @usableFromInline
-    internal func decideCancelled(from input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) -> Bool {
-        guard let error = Step.cancellation(of: input, ownError: cancellationError) else {
-            return false
-        }
-        body = nil
-        decide(.failure(error), cancelled: true, in: &queue)
-        return true
-    }
-
-    /// Decides this attempt with what `input` passes on, without running the step.
-    @inlinable
-    internal func passOn(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        body = nil
-        decide(Step.passedOn(input), cancelled: false, in: &queue)
-    }
-
-    /// Runs the step unless this attempt was decided (cancelled, or nobody needs it), then
-    /// follows the attempt it started.
-    @inlinable
-    internal func start(_ input: Result<Step.Input, Step.Failure>, in queue: inout DrainQueue) {
-        guard mayStartStep, let body = body.take() else {
-            body = nil
-            return
-        }
-        switch Step.run(body, on: input) {
-        case .success(let attempt):
-            follow(attempt.node, in: &queue)
-        case .failure(let error):
-            decide(.failure(error), cancelled: false, in: &queue)
-        }
+        typealias Node = StepAttemptNode<Step, InPlace>
+        let node = Node(on: self, place: InPlace(), body: body, cancellation: node.cancellation, follows: true)
+        return attach(node, Node.receiveFollowing)
     }
 }

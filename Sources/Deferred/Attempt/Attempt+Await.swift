@@ -27,40 +27,28 @@ extension Attempt {
             return try result.get()
         }
         // A task that may give up holds a unit of the attempt's demand, so that when it gives
-        // up, the attempt stops unless something else needs it.
-        guard node.takeUnit() else {
-            // Decided, being decided, or stopped: wait for the result, or, if the attempt was
-            // orphaned and never gets one, until the task is cancelled.
-            let result: Result<Success, Failure>
-            do {
-                result = try await Future(storage: node).value(awaitedBy: AsyncWaiter())
-            } catch {
-                guard let cancellation = node.cancellationError else {
-                    return try await Future(storage: node).value.get()
-                }
-                throw cancellation
-            }
-            return try result.get()
-        }
+        // up, the attempt stops unless something else needs it. None is left to take if the
+        // attempt is decided, being decided, or stopped: the task waits for the result then, or,
+        // if the attempt was orphaned and never gets one, until it is cancelled.
+        let unit = node.takeUnit() ? DemandUnit(node) : nil
+        // The waiter gives the unit back as the result is delivered, on the thread that
+        // decides the attempt: a `cancel()` that decides it has stopped what nothing else
+        // needs by the time it returns, without waiting for this task to run again.
+        let waiter = unit.map { DemandReleasingWaiter<Result<Success, Failure>>($0) } ?? AsyncWaiter()
         let result: Result<Success, Failure>
-        let unit = DemandUnit(node)
-        let waiter = DemandReleasingWaiter<Result<Success, Failure>>(unit)
         do {
-            // The waiter gives the unit back as the result is delivered, on the thread that
-            // decides the attempt: a `cancel()` that decides it has stopped what nothing else
-            // needs by the time it returns, without waiting for this task to run again.
             result = try await Future(storage: node).value(awaitedBy: waiter)
         } catch {
             // The awaiting task was cancelled: stop needing the attempt (which stops it unless
             // something else needs it), then report it.
-            unit.release()
+            unit?.release()
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }
             throw cancellation
         }
         if !waiter.isFinished {
-            unit.release()  // Decided before the waiter was needed: nothing delivered through it.
+            unit?.release()  // Decided before the waiter was needed: nothing delivered through it.
         }
         return try result.get()
     }

@@ -26,20 +26,7 @@ extension Attempt {
         _ executor: some Executor = DispatchQueue.global(),
         execute body: @escaping @Sendable (Success) -> Void
     ) -> Attempt {
-        if let result = resultToDeliverInPlace(on: executor) {
-            if case .success(let value) = result, !node.isCancelledFlag {
-                body(value)
-            }
-        } else {
-            node.add(
-                .sourcedCallback(executor) { source, result in
-                    if case .success(let value) = result,
-                        !AttemptNode<Success, Failure>.source(source).isCancelledFlag
-                    {
-                        body(value)
-                    }
-                })
-        }
+        deliver({ $0.success }, on: executor, to: body)
         return self
     }
 
@@ -62,35 +49,31 @@ extension Attempt {
         _ executor: some Executor = DispatchQueue.global(),
         execute body: @escaping @Sendable (Failure) -> Void
     ) -> Attempt {
-        if let result = resultToDeliverInPlace(on: executor) {
-            if case .failure(let error) = result, !node.isCancelledFlag {
-                body(error)
+        deliver({ $0.failure }, on: executor, to: body)
+        return self
+    }
+
+    /// Calls `body` with what `part` takes from the result (the value or the error), on
+    /// `executor`, unless the attempt is cancelled by the time `body` would start; pins the
+    /// attempt, like every handler.
+    @inlinable
+    internal func deliver<Part>(
+        _ part: @escaping @Sendable (Result<Success, Failure>) -> Part?, on executor: some Executor,
+        to body: @escaping @Sendable (Part) -> Void
+    ) {
+        node.pin()
+        if executor.runsInPlace, let result = node.peek() {
+            if let part = part(result), !node.isCancelledFlag {
+                body(part)
             }
         } else {
             node.add(
                 .sourcedCallback(executor) { source, result in
-                    if case .failure(let error) = result,
-                        !AttemptNode<Success, Failure>.source(source).isCancelledFlag
-                    {
-                        body(error)
+                    if let part = part(result), !AttemptNode<Success, Failure>.source(source).isCancelledFlag {
+                        body(part)
                     }
                 })
         }
-        return self
-    }
-
-    /// Pins the attempt for a success or failure callback, and returns the result if the callback
-    /// can run right here: the attempt has finished and `executor` runs bodies in place.
-    ///
-    /// Otherwise the callback is added as a handler, which looks at the cancelled flag as it
-    /// starts, so that a cancellation before then withdraws it.
-    @inlinable
-    internal func resultToDeliverInPlace(on executor: some Executor) -> Result<Success, Failure>? {
-        node.pin()
-        guard executor.runsInPlace else {
-            return nil
-        }
-        return node.peek()
     }
 }
 
@@ -117,11 +100,7 @@ extension Attempt {
         _ executor: MainActorExecutor,
         execute body: @escaping @MainActor @Sendable (Success) -> Void
     ) -> Attempt {
-        deliverOnMainActor { result in
-            if case .success(let value) = result {
-                body(value)
-            }
-        }
+        deliver({ $0.success }, on: executor, to: { value in MainActor.assumeIsolated { body(value) } })
         return self
     }
 
@@ -140,11 +119,7 @@ extension Attempt {
         _ executor: MainActorExecutor,
         execute body: @escaping @MainActor @Sendable (Failure) -> Void
     ) -> Attempt {
-        deliverOnMainActor { result in
-            if case .failure(let error) = result {
-                body(error)
-            }
-        }
+        deliver({ $0.failure }, on: executor, to: { error in MainActor.assumeIsolated { body(error) } })
         return self
     }
 
@@ -160,18 +135,6 @@ extension Attempt {
     ///
     /// - Parameter body: Called once with the result on the main actor, or never.
     public func uponMainActor(execute body: @escaping @MainActor @Sendable (Result<Success, Failure>) -> Void) {
-        deliverOnMainActor(body)
-    }
-
-    /// Pins the attempt and calls `body` with the result on the main actor, unless the attempt
-    /// is cancelled by the time `body` would start there.
-    private func deliverOnMainActor(_ body: @escaping @MainActor @Sendable (Result<Success, Failure>) -> Void) {
-        node.pin()
-        node.add(
-            .sourcedCallback(MainActorExecutor.shared) { source, result in
-                if !AttemptNode<Success, Failure>.source(source).isCancelledFlag {
-                    MainActor.assumeIsolated { body(result) }
-                }
-            })
+        deliver({ $0 }, on: MainActorExecutor.shared, to: { result in MainActor.assumeIsolated { body(result) } })
     }
 }

@@ -128,10 +128,6 @@ internal enum SettledStep<Input: Sendable, InputFailure: Error, Failure: Error>:
 
     @inlinable
     internal static func run(_ body: Body, on input: Result<Input, InputFailure>) -> Result<Success, Failure> {
-        do throws(Failure) {
-            return .success(try body(input))
-        } catch {
-            return .failure(error)
-        }
+        Result { () throws(Failure) in try body(input) }
     }
 }

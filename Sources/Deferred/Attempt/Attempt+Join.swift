@@ -22,7 +22,7 @@ extension Collection {
         }
         let join = AllSucceededAttemptNode<Success, [Success], Failure>(
             count: count, cancellation: first.node.cancellation, combine: { $0 })
-        join.holdDemand(of: self) { $0.node }
+        join.holdDemand(of: self) { $0.node.heldByConsumer() }
         join.linkAllSucceeding(self)
         return Attempt(node: join)
     }
@@ -46,8 +46,12 @@ extension Sequence {
         let attempts = Array(self)
         let join = FirstSucceededAttemptNode<Success, Failure>(
             count: attempts.count, cancellation: attempts.first?.node.cancellation)
-        join.holdDemand(of: attempts.map { $0.node })
-        join.linkAll(attempts)
+        join.holdDemand(of: attempts) { $0.node.heldByConsumer() }
+        var queue = DrainQueue()
+        for (index, input) in attempts.enumerated() where !join.isDecided {
+            join.link(input, at: index, in: &queue) { $0 }
+        }
+        queue.drain()
         return Attempt(node: join)
     }
 }
@@ -70,12 +74,14 @@ extension Attempt {
     public func and<each Other: Sendable>(
         _ others: repeat Attempt<each Other, Failure>
     ) -> Attempt<(Success, repeat each Other), Failure> {
-        var inputs: [any DemandSource] = [node]
+        // Each input's unit is taken before any input is linked, so that a join that fails at
+        // once still releases them.
+        var held = [node.heldByConsumer()]
         for other in repeat each others {
-            inputs.append(other.node)
+            held.append(other.node.heldByConsumer())
         }
         let join = AllSucceededAttemptNode<any Sendable, (Success, repeat each Other), Failure>(
-            count: inputs.count, cancellation: node.cancellation
+            count: held.count, cancellation: node.cancellation
         ) { values in
             var index = 0
             func next<Value>(_: Value.Type) -> Value {
@@ -84,13 +90,15 @@ extension Attempt {
             }
             return (next(Success.self), repeat next((each Other).self))
         }
-        join.holdDemand(of: inputs)
-        join.link(self, at: 0) { $0 }
+        join.holdDemand(of: held) { $0 }
+        var queue = DrainQueue()
+        join.link(self, at: 0, in: &queue) { $0 }
         var index = 0
         for other in repeat each others {
             index += 1
-            join.link(other, at: index) { $0 }
+            join.link(other, at: index, in: &queue) { $0 }
         }
+        queue.drain()
         return Attempt<(Success, repeat each Other), Failure>(node: join)
     }
 }
@@ -148,67 +156,31 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
         fatalError("abstract")
     }
 
-    /// Holds a unit of demand of each of `inputs`; called once, before the inputs are linked,
-    /// so that a join that fails at once still releases them.
-    @usableFromInline
-    internal final func holdDemand(of inputs: [any DemandSource]) {
-        holdDemand(of: inputs) { $0 }
-    }
-
-    /// Holds a unit of demand of each of `inputs`, whose demand `source` gives, without
-    /// collecting the sources first; see ``holdDemand(of:)``.
+    /// Holds what `held` gives for each of `inputs`, once, before the inputs are linked.
+    ///
+    /// `held` gives the input's node if it took a unit of its demand (see
+    /// ``AttemptNode/heldByConsumer()``); held first, the units are released even by a join that
+    /// fails at once.
     @inlinable
-    internal final func holdDemand<Inputs: Collection>(
-        of inputs: Inputs, _ source: (Inputs.Element) -> any DemandSource
-    ) {
-        var held: [ChainNode] = []
-        held.reserveCapacity(inputs.count)
+    internal final func holdDemand<Inputs: Collection>(of inputs: Inputs, _ held: (Inputs.Element) -> ChainNode?) {
+        var nodes: [ChainNode] = []
+        nodes.reserveCapacity(inputs.count)
         for input in inputs {
-            if let node = source(input).heldByConsumer() {
-                held.append(node)
+            if let node = held(input) {
+                nodes.append(node)
             }
         }
-        if !held.isEmpty {
-            hold(taken: HeldInputs(held))
+        if !nodes.isEmpty {
+            hold(taken: HeldInputs(nodes))
         }
     }
 
-    /// Links each of `inputs` by position, stopping once the join is decided (the rest need no
-    /// link), and runs what the links completed.
-    @usableFromInline
-    internal final func linkAll(_ inputs: some Sequence<Attempt<Element, Failure>>) {
-        var queue = DrainQueue()
-        var index = 0
-        for input in inputs {
-            guard !isDecided else {
-                break
-            }
-            link(input, at: index, in: &queue)
-            index += 1
-        }
-        queue.drain()
-    }
-
-    /// Links `input`, the input at `index`, whose value is an element as it is.
-    @usableFromInline
-    internal final func link(_ input: Attempt<Element, Failure>, at index: Int, in queue: inout DrainQueue) {
-        input.node.link(self, in: &queue) { source, node, result, queue in
-            JoinAttemptNode.linked(node).arrive(
-                at: index, with: result, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
-                in: &queue)
-        }
-    }
-
-    /// Links `input`, the input at `index`, whose value `box` turns into an element, and runs
-    /// what the link completes.
+    /// Links `input`, the input at `index`, whose value `box` turns into an element.
     @usableFromInline
     internal final func link<Input: Sendable>(
-        _ input: Attempt<Input, Failure>,
-        at index: Int,
+        _ input: Attempt<Input, Failure>, at index: Int, in queue: inout DrainQueue,
         box: @escaping @Sendable (Input) -> Element
     ) {
-        var queue = DrainQueue()
-        defer { queue.drain() }
         input.node.link(self, in: &queue) { source, node, result, queue in
             JoinAttemptNode.linked(node).arrive(
                 at: index, with: result.map(box),
@@ -254,6 +226,14 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     override internal func arrive(
         at index: Int, with result: Result<Element, Failure>, cancelled: Bool, in queue: inout DrainQueue
     ) {
+        take(result, at: index, cancelled: cancelled, in: &queue)
+    }
+
+    /// Takes what the input at `index` delivered; the body of ``arrive(at:with:cancelled:in:)``.
+    @inlinable
+    internal final func take(
+        _ result: Result<Element, Failure>, at index: Int, cancelled: Bool, in queue: inout DrainQueue
+    ) {
         if !cancelled, case .success(let value) = result {
             arrive(at: index, withValue: value, in: &queue)
         } else {
@@ -261,28 +241,18 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
         }
     }
 
-    /// Links each of `inputs` by position, like ``JoinAttemptNode/linkAll(_:)``, with steps that
-    /// call this join's own arrivals rather than the overridden ones: inlined where the join is
-    /// made, a success and the join's completion run specialized, with no look-up of generic
-    /// metadata.
+    /// Links each of `inputs` by position, with steps that call ``take(_:at:cancelled:in:)``
+    /// rather than the overridden arrival: inlined where the join is made, a success and the
+    /// join's completion run specialized, with no look-up of generic metadata.
     @inlinable
     internal final func linkAllSucceeding(_ inputs: some Sequence<Attempt<Element, Failure>>) {
         var queue = DrainQueue()
-        var index = 0
-        for input in inputs {
-            guard !isDecided else {
-                break
+        for (index, input) in inputs.enumerated() where !isDecided {
+            input.node.link(self, in: &queue) { source, node, result, queue in
+                AllSucceededAttemptNode.linked(node).take(
+                    result, at: index, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
+                    in: &queue)
             }
-            input.node.link(self, in: &queue) { [index] source, node, result, queue in
-                let join = AllSucceededAttemptNode.linked(node)
-                let cancelled = AttemptNode<Element, Failure>.source(source).isCancelledFlag
-                if !cancelled, case .success(let value) = result {
-                    join.arrive(at: index, withValue: value, in: &queue)
-                } else {
-                    join.arrive(at: index, passing: result, cancelled: cancelled, in: &queue)
-                }
-            }
-            index += 1
         }
         queue.drain()
     }

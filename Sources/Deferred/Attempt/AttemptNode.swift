@@ -39,19 +39,10 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     @usableFromInline
     internal let cancellation: CancellationErrorSource<Failure>?
 
-    /// Creates a pending attempt that holds nothing upstream yet.
-    @inlinable
-    internal init(cancellation: CancellationErrorSource<Failure>?) {
-        flags = Atomic(DemandState.initial.rawValue)
-        upstream = AtomicReference()
-        self.cancellation = cancellation
-        super.init()
-    }
-
     /// Creates a pending attempt that holds a unit of `source`'s demand (see
-    /// ``AttemptNode/takeUnit()``), or nothing if `source` is `nil`.
+    /// ``AttemptNode/takeUnit()``), or nothing upstream yet if `source` is `nil`.
     @inlinable
-    internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?) {
+    internal init(holding source: ChainNode? = nil, cancellation: CancellationErrorSource<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference(source)
         self.cancellation = cancellation

@@ -82,12 +82,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     ///   - line: The line where the writer is made; leave the default.
     @inlinable
     public init(file: StaticString = #fileID, line: UInt = #line) {
-        node = AttemptNode(cancellation: nil)
-        self.file = file
-        self.line = line
-        if PendingFutures.isRecording {
-            PendingFutures.record(node, typeName: Self.typeName, file: file, line: line)
-        }
+        self.init(cancellation: nil, file: file, line: line)
     }
 
     /// Creates an attempt that has not finished, for generic code over ``PromiseProtocol``.
@@ -124,7 +119,14 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     ///   - file: Where the writer is made, for ``AbandonedError``; leave the default.
     ///   - line: The line where the writer is made; leave the default.
     public init(cancellationError: Failure, file: StaticString = #fileID, line: UInt = #line) {
-        node = AttemptNode(cancellation: CancellationErrorSource(cancellationError))
+        self.init(cancellation: CancellationErrorSource(cancellationError), file: file, line: line)
+    }
+
+    /// Creates the writer of a new attempt whose cancellation error `cancellation` gives (`nil`
+    /// for its failure type's own), recorded where the debugging registry records.
+    @inlinable
+    internal init(cancellation: CancellationErrorSource<Failure>?, file: StaticString, line: UInt) {
+        node = AttemptNode(cancellation: cancellation)
         self.file = file
         self.line = line
         if PendingFutures.isRecording {

@@ -1,4 +1,11 @@
 extension Result {
+    /// The value, if this is a success (an optional value stays wrapped: `.success(nil)` is
+    /// `.some(nil)`).
+    @inlinable
+    internal var success: Success? {
+        if case .success(let value) = self { value } else { nil }
+    }
+
     /// The error, if this is a failure.
     @inlinable
     internal var failure: Failure? {

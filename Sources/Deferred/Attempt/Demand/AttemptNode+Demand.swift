@@ -154,7 +154,8 @@ extension AttemptNode {
     /// demand has ended (it has its result, or was cancelled) is held by nothing.
     @inlinable
     @discardableResult
-    internal final func hold(_ source: (some DemandSource)?) -> Bool {
+    internal final func hold<SourceSuccess, SourceFailure>(_ source: AttemptNode<SourceSuccess, SourceFailure>?) -> Bool
+    {
         hold(taken: source?.heldByConsumer())
     }
 
@@ -265,13 +266,3 @@ internal final class HeldInputs: ChainNode, @unchecked Sendable {
         inputs = []
     }
 }
-
-/// An attempt's node seen without its types: what an owner needs to hold demand on attempts of
-/// other types (a join's inputs, the attempt an `andThen` waits for).
-@usableFromInline
-internal protocol DemandSource: AnyObject {
-    /// See ``AttemptNode/heldByConsumer()``.
-    func heldByConsumer() -> ChainNode?
-}
-
-extension AttemptNode: DemandSource {}
