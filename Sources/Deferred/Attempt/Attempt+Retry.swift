@@ -264,9 +264,10 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         }
         // `shouldRetry` is user code: it runs on the executor, like the retries it decides on.
         // The body holds the node only, so that a cancellation meanwhile releases the work's
-        // captures and the failure at once.
+        // captures and the failure at once. An executor that drops it orphans the loop.
+        let guarded = DroppableCallback(node)
         node.executor.submit {
-            node.considerRetry()
+            guarded.run { $0.considerRetry() }
         }
     }
 
@@ -311,9 +312,10 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         // on (the work a time limit gave up on) stops before the backoff, not as the next starts.
         hold(taken: nil)
         // The timer holds the node, not the plan: a cancellation before it fires releases the
-        // work's captures at once.
-        plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: retries)) { [self] in
-            startRetry()
+        // work's captures at once. An executor that drops it orphans the loop.
+        let guarded = DroppableCallback(self)
+        plan.executor.submit(after: plan.backoff.delay(after: plan.delay, forRetry: retries)) {
+            guarded.run { $0.startRetry() }
         }
     }
 

@@ -1,6 +1,7 @@
 import Deferred
 import DeferredExecutors
 import Dispatch
+import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -18,6 +19,9 @@ import Testing
         case writer
         /// The attempt was made from a `Deferred` that is released unfilled.
         case bridgedFuture
+        /// The attempt was made from a future written outside the library, whose `upon`
+        /// callback is released unrun (the `Deferred` it reads through is released unfilled).
+        case userFuture
 
         var testDescription: String { rawValue }
 
@@ -37,6 +41,10 @@ import Testing
                 let source = Deferred<Result<Int, Failure>>()
                 keep.append(source)
                 return Attempt(source)
+            case .userFuture:
+                let source = Deferred<Result<Int, Failure>>()
+                keep.append(source)
+                return Attempt(CountingFuture(base: source))
             }
         }
     }
@@ -157,7 +165,7 @@ import Testing
 
     /// A body an attempt submits to an executor to be decided.
     enum Body: String, CaseIterable, CustomTestStringConvertible {
-        case work, map, mapError, recover, andThen, fallback, delay
+        case work, map, mapError, recover, andThen, fallback, delay, retry
 
         var testDescription: String { rawValue }
 
@@ -179,6 +187,8 @@ import Testing
             case .andThen: succeeded.andThen(upon: executor) { Attempt(succeededWith: $0) }
             case .fallback: failed.fallback(upon: executor) { _ in Attempt(succeededWith: 1) }
             case .delay: succeeded.delay(by: .milliseconds(1), upon: scheduling)
+            // The try fails at once; the loop decides on a retry in a body on `scheduling`.
+            case .retry: Attempt.retry(attempts: 2, upon: scheduling) { failed }
             }
         }
     }
@@ -206,10 +216,15 @@ import Testing
         #expect(untyped.peek()?.failureValue is AbandonedError, "an any Error attempt fails as abandoned")
     }
 
+    /// Every body but a retry's: a retry loop keeps its executor for the retries to come, so an
+    /// executor released with the loop's body queued is kept by that loop (a known limit, in
+    /// ErrorsAndCancellation.md).
+    static let releasable = Body.allCases.filter { $0 != .retry }
+
     /// A manual executor and a virtual clock released with the body still queued: nothing else
     /// keeps them (the stage lets go of its executor once it has submitted its step), so the body
     /// goes with them and orphans its attempt.
-    @Test(arguments: Body.allCases)
+    @Test(arguments: releasable)
     func anAttemptWhoseBodyIsQueuedOnAReleasedExecutorIsOrphaned(_ body: Body) {
         let live = LiveCount()
         var tails: [Attempt<Int, TestError>] = []
@@ -230,6 +245,39 @@ import Testing
         }
         #expect(live.value == 0, "the executors went, and with them the bodies: both attempts are orphaned")
         #expect(tails.allSatisfy { $0.peek() == nil })
+    }
+
+    /// A retry waiting out its backoff on a thread that shuts down: the timer's body is dropped,
+    /// and with it the loop's only way on.
+    @Test func aRetryWhoseBackoffTimerIsDroppedIsOrphaned() throws {
+        let live = LiveCount()
+        let started = Counter()
+        let thread = ThreadExecutor(name: "orphaned.retry")
+        let decided = Deferred<Void>()
+        let tracked = LifetimeTracked(live)
+        let retried = Attempt<Int, TestError>.retry(
+            attempts: 3, delay: .seconds(3_600), upon: thread,
+            while: { _ in
+                decided.fill()
+                return true
+            },
+            {
+                _ = tracked
+                started.increment()
+                return Attempt(failedWith: .failed(0))
+            })
+        _ = consume tracked
+        try #require(decided.wait(for: .seconds(30)) != nil, "the loop decided on a retry")
+        #expect(thread.shutdown().wait(until: .now() + 30) != nil)
+        // The shut-down thread released the backoff's body (or refused it, if the loop armed it
+        // only after the shutdown): either way the loop lost its way on.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while live.value != 0 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        #expect(live.value == 0, "the loop is orphaned, its work released")
+        #expect(retried.peek() == nil)
+        #expect(started.value == 1)
     }
 
     // MARK: Joins with one input orphaned
