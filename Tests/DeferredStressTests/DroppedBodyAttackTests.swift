@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 extension StressSuites {
-    /// Attacks on bodies an executor drops unrun (SubmittedBody) and on timeouts kept for their
+    /// Attacks on bodies an executor drops unrun (DroppableCallback) and on timeouts kept for their
     /// limit (keptForLimit / decidersLeft / LimitBody).
     @Suite struct DroppedBodyAttackTests {
         enum Plain: Error, Equatable { case failed, timedOut }

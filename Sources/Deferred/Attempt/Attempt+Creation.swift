@@ -62,10 +62,10 @@ extension Attempt {
     ///   - executor: Where `work` runs.
     ///   - work: Computes the success, or throws the failure.
     public init(upon executor: some Executor, catching work: @escaping @Sendable () throws(Failure) -> Success) {
-        let guarded = SubmittedBody(AttemptNode<Success, Failure>(cancellation: nil))
+        let guarded = DroppableCallback(AttemptNode<Success, Failure>(cancellation: nil))
         let node = guarded.node
         executor.submit {
-            guarded.node.runStep { Result(catching: work) }
+            guarded.run { $0.runStep { Result(catching: work) } }
         }
         self.init(node: node)
     }

@@ -67,12 +67,13 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard node.pending.exchangeUnlessTagged(SlotValue(passed)).exchanged else {
             return  // Cancelled already.
         }
-        let guarded = SubmittedBody(node)
+        let guarded = DroppableCallback(node)
         executor.submit(after: node.delay) {
-            guard let delayed = guarded.node.pending.takeAndTag().object else {
-                return
+            guarded.run { node in
+                if let delayed = node.pending.takeAndTag().object {
+                    node.runStep { delayed.value }
+                }
             }
-            guarded.node.runStep { delayed.value }
         }
     }
 

@@ -267,11 +267,13 @@ internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: Attem
         // A place that runs in place stores nothing and is never written: a write to an empty
         // field would be one at the address of whatever follows it.
         if !Place.runsInPlace, let executor = place.takeExecutor() {
-            let guarded = SubmittedBody(self)
+            let guarded = DroppableCallback(self)
             executor.submit {
-                var queue = DrainQueue()
-                guarded.node.start(input, cancelled: cancelled, in: &queue, finish: finish)
-                queue.drain()
+                guarded.run { node in
+                    var queue = DrainQueue()
+                    node.start(input, cancelled: cancelled, in: &queue, finish: finish)
+                    queue.drain()
+                }
             }
         } else {
             start(input, cancelled: cancelled, in: &queue, finish: finish)
@@ -303,12 +305,6 @@ internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: Attem
     @usableFromInline
     override internal func dropUnrunStep() {
         body = nil
-    }
-
-    /// A node that follows the attempt its step started waits for that attempt, not its body.
-    @usableFromInline
-    override internal var isWaitingForDroppedBody: Bool {
-        !isDecided && body != nil
     }
 
     /// Runs the step unless this attempt was decided (cancelled, say).

@@ -11,7 +11,7 @@ import Synchronization
 /// is told in the same loop and is orphaned in turn (or, where another decider remains, such as
 /// a limit or another input of a join, stays pending), so a chain of any depth is released
 /// without recursion.
-extension AttemptNode: SubmittingNode {
+extension AttemptNode {
     /// Orphans this attempt, or fails it as abandoned where its failure type can say so, and
     /// whatever thereby loses its last decider.
     @usableFromInline

@@ -174,16 +174,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         loseDeciders(to: &nodes)
     }
 
-    /// Whether a body submitted for this attempt was released unrun and left it waiting.
-    ///
-    /// See ``SubmittedBody``. A body that decides the attempt when it runs (its work, its step,
-    /// a delay's timer) never ran if the attempt is undecided. A node whose body does more
-    /// overrides this.
-    @usableFromInline
-    internal var isWaitingForDroppedBody: Bool {
-        !isDecided
-    }
-
     /// Releases what a pending timer would deliver or start for this attempt (a delayed result,
     /// a retry's work), once it is decided as cancelled: a timer keeps nothing of a cancelled
     /// attempt but the node.

@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// The link layer's entry point: how every combinator attaches a node to the future it reads.
 ///
 /// A *link* is a handler that holds the node it continues (a ``ChainNode``) and a step that
@@ -65,46 +63,6 @@ extension FutureProtocol {
                     queue.drain()
                 }
             }
-        }
-    }
-}
-
-/// What a callback that code outside the node's control may drop captures instead of the node
-/// (an `upon` closure given to a future of another kind, a body that moves a retry loop on):
-/// released without running, it tells the node that it lost that decider, as a storage does for
-/// a link it will never run (guarantee 17).
-///
-/// Unlike a step's ``SubmittedBody``, the node may stay pending after the callback ran (a retry
-/// loop waits out its backoff), so the callback says itself whether it ran.
-@usableFromInline
-internal struct DroppableCallback<Node: ChainNode>: ~Copyable, Sendable {
-    /// The node the callback moves on.
-    @usableFromInline
-    internal let node: Node
-
-    /// Whether the callback ran.
-    @usableFromInline
-    internal let ran = Atomic<Bool>(false)
-
-    @inlinable
-    internal init(_ node: Node) {
-        self.node = node
-    }
-
-    /// Runs `body`, the callback's work, with the node.
-    @inlinable
-    internal func run(_ body: (Node) -> Void) {
-        ran.store(true, ordering: .relaxed)
-        body(node)
-    }
-
-    deinit {
-        // Relaxed: a callback released after it ran is released where it ran, or after the
-        // executor's or the future's own synchronization with that thread.
-        if !ran.load(ordering: .relaxed), !node.hasDecided {
-            var nodes = ReleaseStack()
-            nodes.pushLost(node)
-            nodes.releaseAll()
         }
     }
 }
