@@ -208,23 +208,26 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     }
 }
 
+/// The bodies waiting on a ``VirtualTimeExecutor``'s clock, by due time, then submission.
+private typealias VirtualBodies = TimerHeap<Int, @Sendable () -> Void>
+
 /// A ``VirtualTimeExecutor``'s clock and pending bodies.
 private struct Timeline: Sendable {
     /// The clock, in nanoseconds since the executor was created; it only moves forward.
     var now = 0
 
-    var bodies = TimerQueue<Int>()
+    var bodies = VirtualBodies()
 
     /// Schedules `body` `delay` nanoseconds from now.
     @discardableResult
-    mutating func schedule(after delay: Int, _ body: @escaping @Sendable () -> Void) -> TimerQueue<Int>.Ticket {
+    mutating func schedule(after delay: Int, _ body: @escaping @Sendable () -> Void) -> VirtualBodies.Ticket {
         let (due, overflow) = now.addingReportingOverflow(delay)
         return schedule(at: overflow ? .max : due, body)
     }
 
     /// Schedules `body` at `due`, or now if that has passed.
-    mutating func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) -> TimerQueue<Int>.Ticket {
-        bodies.insert(deadline: max(due, now), body)
+    mutating func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) -> VirtualBodies.Ticket {
+        bodies.insert(body, at: max(due, now))
     }
 
     /// Takes the first body due by `end` and moves the clock to its due time; if none is due,
@@ -270,7 +273,7 @@ private final class VirtualSleeper: Sendable {
 
     /// Records how to unschedule the wake-up, for a cancellation; runs it now if the task was
     /// cancelled meanwhile.
-    func scheduled(_ ticket: TimerQueue<Int>.Ticket, unschedule: @escaping @Sendable (TimerQueue<Int>.Ticket) -> Void) {
+    func scheduled(_ ticket: VirtualBodies.Ticket, unschedule: @escaping @Sendable (VirtualBodies.Ticket) -> Void) {
         cancelScheduled.withLock { $0 = { unschedule(ticket) } }
         if state.withLock({ if case .done = $0 { true } else { false } }) {
             cancelScheduled.withLock { $0.take() }?()

@@ -120,7 +120,7 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     internal static var lostInput: Int { 1 << 32 }
 
     @usableFromInline
-    internal init(count: Int, cancellation: CancellationErrorSource<Failure>?) {
+    internal init(count: Int, cancellation: CancellationErrorBox<Failure>?) {
         remaining = Atomic(count)
         super.init(cancellation: cancellation)
     }
@@ -208,7 +208,7 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
 
     @usableFromInline
     internal init(
-        count: Int, cancellation: CancellationErrorSource<Failure>?, combine: @escaping @Sendable ([Element]) -> Success
+        count: Int, cancellation: CancellationErrorBox<Failure>?, combine: @escaping @Sendable ([Element]) -> Success
     ) {
         slots = JoinSlots(count: count)
         self.combine = combine

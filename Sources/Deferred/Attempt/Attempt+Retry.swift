@@ -183,7 +183,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     /// cancellation may take at any moment.
     private let executor: any SchedulingExecutor
 
-    init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
+    init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorBox<Failure>?) {
         planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
         failureSlot = AtomicReference()
         executor = plan.executor

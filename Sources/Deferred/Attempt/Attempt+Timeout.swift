@@ -110,7 +110,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     internal let decidersLeft = Atomic<Int>(2)
 
     @inlinable
-    internal init(holding source: ChainNode?, cancellation: CancellationErrorSource<Failure>?, failure: Failure) {
+    internal init(holding source: ChainNode?, cancellation: CancellationErrorBox<Failure>?, failure: Failure) {
         pending = AtomicReference(SlotValue(failure))
         super.init(holding: source, cancellation: cancellation)
     }

@@ -191,3 +191,17 @@ extension Attempt where Failure == any Error {
         self.init(filledWith: .success(success))
     }
 }
+
+extension Attempt: FutureView {
+    /// An attempt read as a future of its result: the link is added to its node like a
+    /// handler of ``Attempt/upon(_:execute:)``, which it counts as.
+    @usableFromInline
+    internal func addLinkThroughView<Linked>(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
+    ) {
+        self.node.pin()
+        self.node.add(.link(node) { node, result, queue in step(node, result as! Linked, &queue) }, in: &queue)
+    }
+}

@@ -37,12 +37,12 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
 
     /// Where the cancellation error comes from, or `nil` for the failure type's own.
     @usableFromInline
-    internal let cancellation: CancellationErrorSource<Failure>?
+    internal let cancellation: CancellationErrorBox<Failure>?
 
     /// Creates a pending attempt that holds a unit of `source`'s demand (see
     /// ``AttemptNode/takeUnit()``), or nothing upstream yet if `source` is `nil`.
     @inlinable
-    internal init(holding source: ChainNode? = nil, cancellation: CancellationErrorSource<Failure>?) {
+    internal init(holding source: ChainNode? = nil, cancellation: CancellationErrorBox<Failure>?) {
         flags = Atomic(DemandState.initial.rawValue)
         upstream = AtomicReference(source)
         self.cancellation = cancellation
@@ -53,8 +53,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// ``takeUnitIfPending()``), and nothing else takes what it holds (see
     /// ``DemandState/holdsAlone``): a step or a delay.
     @inlinable
-    internal init(holdingAlone source: borrowing ChainNode, held: Bool, cancellation: CancellationErrorSource<Failure>?)
-    {
+    internal init(holdingAlone source: borrowing ChainNode, held: Bool, cancellation: CancellationErrorBox<Failure>?) {
         flags = Atomic(DemandState.holdsAlone)
         if held {
             upstream = AtomicReference(holding: source)
@@ -67,7 +66,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
 
     /// Creates an attempt that has finished with `result`.
     @inlinable
-    internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorSource<Failure>?) {
+    internal init(finished result: Result<Success, Failure>, cancellation: CancellationErrorBox<Failure>?) {
         flags = Atomic(DemandState.finished.rawValue)
         upstream = AtomicReference(nil, tagged: true)
         self.cancellation = cancellation

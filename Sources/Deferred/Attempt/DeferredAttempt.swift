@@ -119,13 +119,13 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     ///   - file: Where the writer is made, for ``AbandonedError``; leave the default.
     ///   - line: The line where the writer is made; leave the default.
     public init(cancellationError: Failure, file: StaticString = #fileID, line: UInt = #line) {
-        self.init(cancellation: CancellationErrorSource(cancellationError), file: file, line: line)
+        self.init(cancellation: CancellationErrorBox(cancellationError), file: file, line: line)
     }
 
     /// Creates the writer of a new attempt whose cancellation error `cancellation` gives (`nil`
     /// for its failure type's own), recorded where the debugging registry records.
     @inlinable
-    internal init(cancellation: CancellationErrorSource<Failure>?, file: StaticString, line: UInt) {
+    internal init(cancellation: CancellationErrorBox<Failure>?, file: StaticString, line: UInt) {
         node = AttemptNode(cancellation: cancellation)
         self.file = file
         self.line = line

@@ -23,7 +23,7 @@ public import Synchronization
 /// sooner lowers it and re-arms. The service resets it before it takes the stack, so a timer
 /// pushed after that is either taken in this pass or re-arms the timer itself.
 ///
-/// `@unchecked Sendable` is sound: ``heap``, ``nextSequence`` and ``dropped`` are touched only by
+/// `@unchecked Sendable` is sound: ``heap`` and ``dropped`` are touched only by
 /// the service queue's work, which the serial queue runs one at a time; every other field is an
 /// atomic, the lock-free stack, or a Dispatch object, which are thread-safe.
 @usableFromInline
@@ -36,17 +36,6 @@ internal final class DispatchTimers: @unchecked Sendable {
     @usableFromInline
     internal static let maximumSlack: UInt64 = 1_000_000
 
-    /// A timer in the heap, with the order it came in among equal deadlines.
-    private struct Entry {
-        var deadline: UInt64
-        var sequence: UInt64
-        var timer: DispatchTimer
-
-        func precedes(_ other: Entry) -> Bool {
-            deadline < other.deadline || (deadline == other.deadline && sequence < other.sequence)
-        }
-    }
-
     /// Timers scheduled since the service last took them.
     private let pending = ClosableStack<DispatchTimer>()
 
@@ -54,7 +43,7 @@ internal final class DispatchTimers: @unchecked Sendable {
     private let armed = Atomic<UInt64>(.max)
 
     private let service = DispatchQueue(label: "Deferred.DispatchTimers")
-    private let source: any DispatchSourceTimer
+    private let wakeUp: any DispatchSourceTimer
 
     /// Timers scheduled so far, to serve the heap every ``servingInterval`` of them.
     private let scheduled = Atomic<UInt>(0)
@@ -67,17 +56,16 @@ internal final class DispatchTimers: @unchecked Sendable {
     private static let servingInterval: UInt = 4_096
 
     // Only the service queue's handler touches these.
-    private var heap: [Entry] = []
-    private var nextSequence: UInt64 = 0
+    private var heap = TimerHeap<UInt64, DispatchTimer>()
     /// Withdrawn timers the service has dropped so far.
     private var dropped = 0
 
     private init() {
-        source = DispatchSource.makeTimerSource(queue: service)
-        source.setEventHandler { [unowned self] in
+        wakeUp = DispatchSource.makeTimerSource(queue: service)
+        wakeUp.setEventHandler { [unowned self] in
             serve()
         }
-        source.activate()
+        wakeUp.activate()
     }
 
     /// Schedules `body` to run on `queue` once `nanoseconds` (more than zero) have passed.
@@ -119,7 +107,7 @@ internal final class DispatchTimers: @unchecked Sendable {
             }
             var target = time
             while true {
-                source.schedule(deadline: Self.dispatchTime(target), repeating: .never, leeway: .never)
+                wakeUp.schedule(deadline: Self.dispatchTime(target), repeating: .never, leeway: .never)
                 let now = armed.load(ordering: .acquiring)
                 guard now < target else {
                     return
@@ -147,68 +135,22 @@ internal final class DispatchTimers: @unchecked Sendable {
                 dropped += 1
                 continue
             }
-            heap.append(Entry(deadline: timer.deadline, sequence: nextSequence, timer: timer))
-            nextSequence &+= 1
-            siftUp(heap.count - 1)
+            heap.insert(timer, at: timer.deadline)
         }
         let now = DispatchTime.now().uptimeNanoseconds
-        while let first = heap.first, first.deadline <= now || first.timer.isWithdrawn {
-            removeFirst()
-            if first.timer.claim() {
-                first.timer.queue.async(execute: first.timer.work())
+        while let (deadline, timer) = heap.first, deadline <= now || timer.isWithdrawn {
+            _ = heap.removeFirst()
+            if timer.claim() {
+                timer.queue.async(execute: timer.work())
             } else {
                 dropped += 1
             }
         }
         if heap.count >= 1_024, (withdrawals.load(ordering: .relaxed) - dropped) * 2 > heap.count {
-            let before = heap.count
-            heap.removeAll { $0.timer.isWithdrawn }
-            dropped += before - heap.count
-            for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
-                siftDown(index)
-            }
+            dropped += heap.removeAll { $0.isWithdrawn }
         }
-        if let first = heap.first {
-            arm(at: first.timer.fireTime)
-        }
-    }
-
-    private func removeFirst() {
-        let last = heap.removeLast()
-        guard !heap.isEmpty else {
-            return
-        }
-        heap[0] = last
-        siftDown(0)
-    }
-
-    private func siftDown(_ start: Int) {
-        var parent = start
-        let count = heap.count
-        while true {
-            let left = 2 * parent + 1
-            guard left < count else {
-                break
-            }
-            let right = left + 1
-            let next = right < count && heap[right].precedes(heap[left]) ? right : left
-            guard heap[next].precedes(heap[parent]) else {
-                break
-            }
-            heap.swapAt(parent, next)
-            parent = next
-        }
-    }
-
-    private func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].precedes(heap[parent]) else {
-                break
-            }
-            heap.swapAt(child, parent)
-            child = parent
+        if let (_, first) = heap.first {
+            arm(at: first.fireTime)
         }
     }
 }

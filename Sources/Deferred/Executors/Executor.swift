@@ -57,3 +57,84 @@ extension Executor {
         }
     }
 }
+
+/// An executor that runs each body at once, in the context of whoever submits it.
+///
+/// A handler added with `upon(.immediate)` runs on the thread that fills the future, or, if
+/// the future is already filled, inside the call to `upon` itself. Use it for short,
+/// thread-safe work such as forwarding a value or updating an atomic counter; use a queue for
+/// anything that may block or that touches state confined to one thread.
+///
+/// The library's own combinators run their immediate steps in a loop rather than by nesting
+/// calls, so chains of any length (a million `map(upon: .immediate)` stages, say) fill
+/// without growing the stack. A handler that itself fills another future does nest one call
+/// deeper for each such hop; prefer `map` and `andThen` for long chains.
+///
+/// ```swift
+/// let doubled = numbers.map(upon: .immediate) { $0 * 2 }
+/// doubled.upon(.immediate) { print($0) }
+/// ```
+public final class ImmediateExecutor: Executor {
+    /// The instance behind ``Executor/immediate``.
+    @usableFromInline
+    internal static let shared = ImmediateExecutor()
+
+    /// Creates an immediate executor.
+    ///
+    /// All instances behave the same; ``Executor/immediate`` names a shared one.
+    @inlinable
+    public init() {}
+
+    /// Runs `body` now, before returning.
+    @inlinable
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        body()
+    }
+}
+
+/// An executor that can also run a body after a delay.
+///
+/// `delay(by:upon:)` and `timeout(after:upon:substituting:)` are built on it. `DispatchQueue`
+/// conforms, and the `DeferredExecutors` module adds a dedicated thread, run loops and a
+/// virtual-time executor for tests, on which delays pass only when the test says so.
+///
+/// ```swift
+/// let reply = service.fetch().timeout(after: .seconds(2), upon: DispatchQueue.global(), substituting: .empty)
+/// ```
+public protocol SchedulingExecutor: Executor {
+    /// Arranges for `body` to run once in this executor's context, no sooner than `delay` from
+    /// now.
+    ///
+    /// - Parameters:
+    ///   - delay: How long to wait first; zero or negative runs `body` as soon as `submit`
+    ///     would.
+    ///   - body: The work to run.
+    func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void)
+}
+
+extension Duration {
+    /// This duration in whole nanoseconds, clamped to the range of `Int` and never negative.
+    @usableFromInline
+    package var clampedNanoseconds: Int {
+        guard self > .zero else {
+            return 0
+        }
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else {
+            return .max
+        }
+        let (total, overflowAgain) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowAgain ? .max : Int(total)
+    }
+}
+
+/// An executor that can tell when the calling code keeps it from running anything else: a
+/// serial executor running the caller, or the thread of a thread-bound executor.
+///
+/// Debug builds use it to catch a blocking wait that can never end with the value: a wait that
+/// blocks the very executor on which a `map` must compute that value.
+package protocol SerialExecutorIdentity: Executor {
+    /// Whether this executor can run nothing else until the calling code returns.
+    var isBlockedByCaller: Bool { get }
+}

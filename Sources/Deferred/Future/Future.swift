@@ -16,16 +16,16 @@ public import Dispatch
 /// ``never`` allocate nothing either. Other kinds of futures are boxed once.
 public struct Future<Value: Sendable>: FutureProtocol {
     @usableFromInline
-    internal let source: FutureSource<Value>
+    internal let backing: FutureBacking<Value>
 
     @inlinable
-    internal init(source: FutureSource<Value>) {
-        self.source = source
+    internal init(backing: FutureBacking<Value>) {
+        self.backing = backing
     }
 
     @inlinable
     internal init(storage: Storage<Value>) {
-        source = .storage(storage)
+        backing = .storage(storage)
     }
 
     /// Creates a read-only view of `deferred`.
@@ -33,7 +33,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// - Parameter deferred: The deferred whose value this future delivers.
     @inlinable
     public init(_ deferred: Deferred<Value>) {
-        source = deferred.source
+        backing = deferred.backing
     }
 
     /// Creates a read-only view of any future.
@@ -47,11 +47,11 @@ public struct Future<Value: Sendable>: FutureProtocol {
         if let future = base as? Future<Value> {
             self = future
         } else if let deferred = base as? Deferred<Value> {
-            source = deferred.source
+            backing = deferred.backing
         } else if let lazy = base as? any ErasableLazyView {
-            source = lazy.erasedSource()
+            backing = lazy.erasedBacking()
         } else {
-            source = .erased(AnyFutureBox(base))
+            backing = .erased(AnyFutureBox(base))
         }
     }
 
@@ -61,7 +61,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     @_disfavoredOverload  // `Future { await work() }` means the async initializer, not a closure value.
     @inlinable
     public init(filledWith value: Value) {
-        source = .filled(value)
+        backing = .filled(value)
     }
 
     /// Creates a future that is already filled with `value`.
@@ -78,7 +78,7 @@ public struct Future<Value: Sendable>: FutureProtocol {
     /// Its handlers never run and are released at once; waiting on it lasts until the deadline.
     @inlinable
     public static var never: Future<Value> {
-        Future(source: .never)
+        Future(backing: .never)
     }
 
     /// Calls `body` with the value, on `executor`, once the future is filled.
@@ -91,13 +91,13 @@ public struct Future<Value: Sendable>: FutureProtocol {
     ///   - body: Called exactly once with the value, then released.
     @inlinable
     public func upon(_ executor: some Executor, execute body: @escaping @Sendable (Value) -> Void) {
-        source.upon(executor, execute: body)
+        backing.upon(executor, execute: body)
     }
 
     /// Returns the value if the future is filled, or `nil` at once if it is not.
     @inlinable
     public func peek() -> Value? {
-        source.peek()
+        backing.peek()
     }
 
     /// Blocks the calling thread until the future is filled or `time` passes.
@@ -112,13 +112,13 @@ public struct Future<Value: Sendable>: FutureProtocol {
     )
     @inlinable
     public func wait(until time: DispatchTime) -> Value? {
-        source.wait(until: time)
+        backing.wait(until: time)
     }
 
     /// Whether the future has a value.
     @inlinable
     public var isFilled: Bool {
-        source.isFilled
+        backing.isFilled
     }
 }
 
@@ -127,5 +127,135 @@ extension FutureProtocol {
     @inlinable
     public func eraseToFuture() -> Future<Value> {
         Future(self)
+    }
+}
+
+extension Future {
+    /// Creates a future and calls `body` at once with the deferred that fills it, for work that
+    /// reports its result through a callback.
+    ///
+    /// ```swift
+    /// let reply = Future<Data> { deferred in
+    ///     legacyClient.fetch(url) { data in deferred.fill(with: data) }
+    /// }
+    /// ```
+    ///
+    /// `body` runs once, on the calling thread, before the initializer returns; the future is
+    /// read-only to everybody else. The first fill counts, as for any ``Deferred``.
+    ///
+    /// It is for work that reports through a callback. To go on from another future, use
+    /// ``FutureProtocol/map(upon:transform:)`` or ``FutureProtocol/andThen(upon:start:)``: a
+    /// chain of producers that each fill from another future's `upon` handler fills and is
+    /// released recursively, one stack frame per link, where those combinators use a loop.
+    ///
+    /// - Parameters:
+    ///   - file: Where the future is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the future is made; leave the default.
+    ///   - body: Starts the work, and fills the deferred when it is done.
+    public init(file: StaticString = #fileID, line: UInt = #line, _ body: (_ deferred: Deferred<Value>) -> Void) {
+        let deferred = Deferred<Value>(file: file, line: line)
+        body(deferred)
+        self.init(deferred)
+    }
+
+    /// Creates a future that is filled with `value` once `delay` has passed.
+    ///
+    /// ```swift
+    /// let later = Future(filledWith: "tick", after: .seconds(1), upon: DispatchQueue.global())
+    /// ```
+    ///
+    /// It is `Future(filledWith: value).delay(by: delay, upon: executor)`.
+    ///
+    /// - Parameters:
+    ///   - value: The value every reader sees.
+    ///   - delay: How long to wait first.
+    ///   - executor: The executor that measures the delay and fills the future.
+    public init(filledWith value: Value, after delay: Duration, upon executor: some SchedulingExecutor) {
+        self = Future(filledWith: value).delay(by: delay, upon: executor)
+    }
+}
+
+extension Deferred {
+    /// Fills this deferred of a result with a success.
+    ///
+    /// ```swift
+    /// let login = Deferred<Result<Session, LoginError>>()
+    /// login.succeed(with: session)
+    /// ```
+    ///
+    /// - Parameter value: The success.
+    /// - Returns: `true` if this call filled the deferred, `false` if it was already filled.
+    @discardableResult
+    public func succeed<Success, Failure>(with value: Success) -> Bool where Value == Result<Success, Failure> {
+        fill(with: .success(value))
+    }
+
+    /// Fills this deferred of a result with a failure.
+    ///
+    /// - Parameter error: The failure.
+    /// - Returns: `true` if this call filled the deferred, `false` if it was already filled.
+    @discardableResult
+    public func fail<Success, Failure>(with error: Failure) -> Bool where Value == Result<Success, Failure> {
+        fill(with: .failure(error))
+    }
+}
+
+extension Future {
+    /// Runs `work` on `executor` and returns a read-only future filled with its result.
+    ///
+    /// ```swift
+    /// let checksum = Future { computeChecksum(of: file) }  // on a global Dispatch queue
+    /// let thumbnail = Future(upon: renderQueue) { render(photo) }
+    /// checksum.upon(.main) { label.text = $0 }
+    /// ```
+    ///
+    /// This is the simple future of 2014: work that runs in the background, and a value to wait
+    /// for. A closure that awaits makes a task instead (``init(priority:operation:)``). To make
+    /// a future whose *value* is a closure, write `Future(filledWith: closure)`.
+    ///
+    /// - Parameters:
+    ///   - executor: Where `work` runs. The default is a global concurrent Dispatch queue.
+    ///   - work: Computes the value; it runs exactly once.
+    @inlinable
+    public init(upon executor: some Executor = DispatchQueue.global(), _ work: @escaping @Sendable () -> Value) {
+        let storage = Storage<Value>()
+        executor.submit {
+            _ = storage.fill(work())
+        }
+        self.init(storage: storage)
+    }
+
+    /// Runs `work` on `executor` and returns a future filled with its result.
+    @_documentation(visibility: internal)
+    @available(*, deprecated, renamed: "init(upon:_:)")
+    @inlinable
+    public static func async(
+        upon executor: some Executor = DispatchQueue.global(),
+        execute work: @escaping @Sendable () -> Value
+    ) -> Future<Value> {
+        Future(upon: executor, work)
+    }
+}
+
+extension Future {
+    /// Starts `operation` in a new task and returns a read-only future filled with its result.
+    ///
+    /// ```swift
+    /// let thumbnail = Future { await renderer.thumbnail(for: photo) }
+    /// thumbnail.upon(.main) { cell.image = $0 }
+    /// ```
+    ///
+    /// The task inherits the caller's task-local values and, unless `priority` says otherwise,
+    /// its priority, like `Task.init`.
+    ///
+    /// - Parameters:
+    ///   - priority: The priority of the task; `nil` inherits it.
+    ///   - operation: The work whose result fills the future.
+    public init(priority: TaskPriority? = nil, operation: sending @escaping @isolated(any) () async -> Value) {
+        let storage = Storage<Value>()
+        Task(priority: priority) {
+            _ = storage.fill(await operation())
+        }
+        self.init(storage: storage)
     }
 }

@@ -81,7 +81,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
                     duration = successDuration
                 case .failure(let error):
                     // A work that fails with a cancellation of its own is not a result to hand out.
-                    guard !CancellationErrorSource<Failure>.isCancellation(error) else {
+                    guard !CancellationErrorBox<Failure>.isCancellation(error) else {
                         return nil
                     }
                     duration = failureDuration

@@ -1,6 +1,60 @@
 public import Dispatch
 import Synchronization
 
+extension FutureProtocol {
+    /// Blocks until the future is filled or `timeout` has passed.
+    ///
+    /// ```swift
+    /// if let reply = request.wait(for: .seconds(2)) { print(reply) }
+    /// ```
+    ///
+    /// The same wait as ``wait(until:)-(DispatchTime)``, with the limit given as a `Duration`
+    /// like every other time in this library. It is measured on the uptime clock; zero or a
+    /// negative duration only looks.
+    ///
+    /// Debug builds print a warning, once per call site, when the wait blocks the thread of a
+    /// Swift task off the main thread: that thread belongs to a pool other tasks need. In async
+    /// code, `await` the value instead.
+    ///
+    /// - Parameters:
+    ///   - timeout: How long to wait at most.
+    ///   - file: The call site, for the debug warning; leave the default.
+    ///   - line: The call site's line; leave the default.
+    /// - Returns: The value, or `nil` if `timeout` passed first.
+    @available(
+        *, noasync, message: "wait(for:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
+    public func wait(for timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> Value? {
+        let deadline = DispatchTime.now() + .nanoseconds(timeout.clampedNanoseconds)
+        return BlockingWaitInTask.at(file, line) { wait(until: deadline) }
+    }
+
+    /// Blocks until the future is filled or the continuous clock reaches `deadline`.
+    ///
+    /// ```swift
+    /// let deadline = ContinuousClock.now + .seconds(5)
+    /// let first = one.wait(until: deadline)
+    /// let second = two.wait(until: deadline)  // both within the same five seconds
+    /// ```
+    ///
+    /// Debug builds warn, once per call site, when the wait blocks the thread of a Swift task off
+    /// the main thread, as ``wait(for:file:line:)`` does.
+    ///
+    /// - Parameters:
+    ///   - deadline: The latest instant to wait until.
+    ///   - file: The call site, for the debug warning; leave the default.
+    ///   - line: The call site's line; leave the default.
+    /// - Returns: The value, or `nil` if `deadline` passed first.
+    @available(
+        *, noasync, message: "wait(until:) blocks the thread; use 'await future.value' or 'try await future.get()'"
+    )
+    public func wait(until deadline: ContinuousClock.Instant, file: StaticString = #fileID, line: UInt = #line)
+        -> Value?
+    {
+        wait(for: ContinuousClock.now.duration(to: deadline), file: file, line: line)
+    }
+}
+
 /// The process's ``SpinPolicy``, shared by every blocking wait.
 ///
 /// Waits read it with one relaxed load and write it back only when it changes. Two waits that
@@ -167,4 +221,93 @@ internal func sleepWithoutValue<Value>(until time: DispatchTime) -> Value? {
     }
     _ = DispatchSemaphore(value: 0).wait(timeout: time)
     return nil
+}
+
+extension DeferredStorage {
+    /// Traps if waiting for this unfilled storage from the calling code could never succeed,
+    /// because the executor that must fill it is a serial one that the wait itself occupies.
+    ///
+    /// The check is exact rather than a guess: it fires only when the executor reports that
+    /// the caller keeps it from running anything else. A map's executor never changes after the
+    /// storage is made, so reading it races with nothing.
+    @usableFromInline
+    internal final func checkWaitCanSucceed() {
+        guard let executor = fillingExecutor as? any SerialExecutorIdentity, executor.isBlockedByCaller else {
+            return
+        }
+        preconditionFailure(
+            """
+            wait(until:) on a future of \(Value.self) can never return its value: a map on \
+            \(type(of: executor)) computes it, and this wait blocks that executor, so the \
+            transform cannot start until the wait ends. Use upon(_:execute:) or await, or wait \
+            on another thread.
+            """
+        )
+    }
+}
+
+/// Debug builds' warning when a blocking wait blocks the thread of a Swift task, off the main
+/// thread.
+///
+/// Such a thread belongs to a pool that other tasks need: the cooperative pool, which never grows
+/// past the number of cores, or Dispatch's global queues, which add a thread only after a while
+/// (about a second on Linux). A wait there can take far longer than the value does, and stall
+/// every other task meanwhile. The warning is printed once per call site, only when the wait
+/// really sleeps (not when the value is already there or comes during the brief poll), and
+/// never on the main thread, where blocking is the caller's own business.
+///
+/// ``FutureProtocol/wait(for:file:line:)`` and ``FutureProtocol/wait(until:file:line:)`` name
+/// their call site; the `DispatchTime` form, a protocol requirement, cannot take one, and the
+/// warning says so.
+internal enum BlockingWaitInTask {
+    /// Where a blocking wait was called.
+    struct CallSite: Hashable, Sendable, CustomStringConvertible {
+        let file: String
+        let line: UInt
+
+        var description: String { "\(file):\(line)" }
+    }
+
+    /// The call site of the wait that runs in this task, set by the waits that know it.
+    @TaskLocal static var callSite: CallSite?
+
+    /// Whether this build checks: debug builds of the library.
+    static var isChecking: Bool { _isDebugAssertConfiguration() }
+
+    /// The call sites already reported, and whether the unknown one was.
+    private static let reported = QueueLocked<Set<CallSite?>>([], label: "Deferred.BlockingWaitInTask")
+
+    /// Runs `wait` with `file` and `line` as the call site of any wait inside it, when this
+    /// build checks and the caller is a task.
+    static func at<Value>(_ file: StaticString, _ line: UInt, _ wait: () -> Value) -> Value {
+        guard isChecking, withUnsafeCurrentTask(body: { $0 != nil }) else {
+            return wait()
+        }
+        return $callSite.withValue(CallSite(file: "\(file)", line: line), operation: wait)
+    }
+
+    /// Reports a wait on a future of `valueType` that is about to sleep, if it blocks a task's
+    /// thread off the main thread and its call site has not been reported yet.
+    static func willSleep(waitingFor valueType: Any.Type) {
+        guard isChecking, withUnsafeCurrentTask(body: { $0 != nil }), !DispatchQueue.isRunningMainQueue else {
+            return
+        }
+        let site = callSite
+        guard reported.sync({ $0.insert(site).inserted }) else {
+            return
+        }
+        let place =
+            if let site { "at \(site)" } else {
+                "at an unknown call site (wait(for:) and wait(until:) with a ContinuousClock instant name theirs)"
+            }
+        // The standard output, like every report of this module (it imports no C library).
+        print(
+            """
+            Deferred: warning: a blocking wait for \(valueType) \(place) blocked the thread of a \
+            Swift task. Other tasks need that thread: the wait can take far longer than the value \
+            (Dispatch adds a thread only after about a second) and stalls them meanwhile. In async \
+            code, use 'await future.value' or 'try await attempt.get()'. (Reported once per call \
+            site, in debug builds.)
+            """)
+    }
 }

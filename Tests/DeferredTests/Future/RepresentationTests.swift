@@ -7,14 +7,14 @@ import Testing
 @Suite struct RepresentationTests {
     @Test func wrappingAFutureOrDeferredSharesItsStorage() throws {
         let deferred = Deferred<Int>()
-        guard case .storage(let original) = deferred.source else {
+        guard case .storage(let original) = deferred.backing else {
             Issue.record("an unfilled deferred has storage")
             return
         }
         for wrapped in [
             Future(deferred), Future(Future(deferred)), Future(deferred.eraseToFuture()), deferred.eraseToFuture(),
         ] {
-            guard case .storage(let storage) = wrapped.source else {
+            guard case .storage(let storage) = wrapped.backing else {
                 Issue.record("wrapping lost the storage")
                 continue
             }
@@ -23,15 +23,15 @@ import Testing
     }
 
     @Test func filledAndNeverFuturesNeedNoStorage() {
-        guard case .filled(1) = Future(filledWith: 1).source else {
+        guard case .filled(1) = Future(filledWith: 1).backing else {
             Issue.record("Future(filledWith:) should be stored inline")
             return
         }
-        guard case .filled(2) = Deferred(filledWith: 2).source else {
+        guard case .filled(2) = Deferred(filledWith: 2).backing else {
             Issue.record("Deferred(filledWith:) should be stored inline")
             return
         }
-        guard case .never = Future<Int>.never.source else {
+        guard case .never = Future<Int>.never.backing else {
             Issue.record("Future.never should need no storage")
             return
         }
@@ -42,7 +42,7 @@ import Testing
         var derived: [Future<Int>] = []
         do {
             let source = Deferred<Int>()
-            if case .storage(let storage) = source.source {
+            if case .storage(let storage) = source.backing {
                 weakSource = storage
             }
             derived.append(source.map(upon: .immediate) { $0 })
@@ -68,7 +68,7 @@ import Testing
             task.cancel()
             _ = await task.result
         }
-        guard case .storage(let storage) = deferred.source, let waiters = storage.waiters() else {
+        guard case .storage(let storage) = deferred.backing, let waiters = storage.waiters() else {
             Issue.record("the deferred should have a waiter registry")
             return
         }

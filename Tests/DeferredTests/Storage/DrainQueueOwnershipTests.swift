@@ -14,7 +14,7 @@ import Testing
         private var references: [() -> AnyObject?] = []
 
         func watch<Value>(_ future: Future<Value>) {
-            guard case .storage(let storage) = future.source else {
+            guard case .storage(let storage) = future.backing else {
                 Issue.record("the stage has no storage")
                 return
             }

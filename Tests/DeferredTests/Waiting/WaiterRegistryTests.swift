@@ -126,7 +126,7 @@ import Testing
 
 /// The storage of `deferred`.
 private func storage(of deferred: Deferred<Int>) -> Storage<Int>? {
-    guard case .storage(let storage) = deferred.source else {
+    guard case .storage(let storage) = deferred.backing else {
         return nil
     }
     return storage

@@ -1,5 +1,88 @@
 public import Synchronization
 
+extension Atomic where Value == UInt {
+    /// Moves the word along `transition` with a compare-and-swap loop: the one such loop in
+    /// the library, which every lock-free structure runs its pure transitions through.
+    ///
+    /// `transition` gets the word observed and returns the word to store, or `nil` to leave
+    /// the word as it is and stop. If another thread changed the word in between, the store
+    /// fails and `transition` runs again with the new word, so it must be pure apart from
+    /// preparing what the store publishes (a node's link, say).
+    ///
+    /// Every load acquires and every store acquires and releases: one ordering for all
+    /// transitions keeps each proof to "the word orders everything around it". (On x86 every
+    /// compare-and-swap is a full barrier anyway; elsewhere the difference is a few cycles,
+    /// and only where a transition succeeds.)
+    ///
+    /// - Parameters:
+    ///   - observed: The word the caller last saw; `nil` loads it first.
+    ///   - transition: The pure step from the observed word to the next.
+    /// - Returns: The word observed last (the one replaced, or the one `transition` declined)
+    ///   and whether it was replaced.
+    @inlinable
+    @inline(__always)
+    package func update(from observed: UInt? = nil, _ transition: (UInt) -> UInt?) -> (observed: UInt, updated: Bool) {
+        var observed = observed ?? load(ordering: .acquiring)
+        while let next = transition(observed) {
+            let (exchanged, original) = compareExchange(
+                expected: observed, desired: next, successOrdering: .acquiringAndReleasing, failureOrdering: .acquiring)
+            if exchanged {
+                return (observed, true)
+            }
+            observed = original
+        }
+        return (observed, false)
+    }
+}
+
+/// An object's address as the bits of an atomic word, carrying one retain: how the library's
+/// lock-free structures keep objects in a word, and the one place they touch `Unmanaged`.
+///
+/// Objects are aligned to 16 bytes, so the four low bits of the address are free for flags;
+/// every function here takes bits whose flags the caller has cleared.
+@usableFromInline
+package enum RetainedBits {
+    /// Retains `object` and returns its address bits.
+    @inlinable
+    @inline(__always)
+    package static func retain(_ object: some AnyObject) -> UInt {
+        UInt(bitPattern: Unmanaged.passRetained(object).toOpaque())
+    }
+
+    /// Takes back the retain that ``retain(_:)`` gave out for the object at `bits` (non-zero).
+    @inlinable
+    @inline(__always)
+    package static func take<Object: AnyObject>(_ bits: UInt, as _: Object.Type = Object.self) -> Object {
+        Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeRetainedValue()
+    }
+
+    /// The object at `bits` (non-zero), without taking its retain: only while the word that
+    /// holds the retain cannot lose it.
+    @inlinable
+    @inline(__always)
+    package static func borrow<Object: AnyObject>(_ bits: UInt, as _: Object.Type = Object.self) -> Object {
+        Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+    }
+
+    /// Calls `body` with the object at `bits` (non-zero) without retaining it: only while the
+    /// word that holds the retain keeps it for as long as `body` runs.
+    @inlinable
+    @inline(__always)
+    package static func withBorrowed<Object: AnyObject, Result>(
+        _ bits: UInt, as _: Object.Type = Object.self, _ body: (Object) -> Result
+    ) -> Result {
+        Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef(
+            body)
+    }
+
+    /// Drops the retain of the object at `bits` (non-zero).
+    @inlinable
+    @inline(__always)
+    package static func release<Object: AnyObject>(_ bits: UInt, as _: Object.Type) {
+        Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).release()
+    }
+}
+
 /// An optional strong reference that threads exchange atomically, with a tag bit and a mark bit
 /// beside it.
 ///
@@ -191,5 +274,35 @@ internal final class SlotValue<Value: Sendable>: Sendable {
     @usableFromInline
     internal init(_ value: Value) {
         self.value = value
+    }
+}
+
+/// A decoded atomic word: the one integer a lock-free structure changes as a whole, with the
+/// meaning that the conforming type's extensions give its bits.
+///
+/// ``StorageState``, ``DemandState``, ``AttemptFlags`` and ``HandlerChunkState`` are words of
+/// this kind. They only compute; the type that owns the atomic performs the operations and asks
+/// its word what each party must do.
+///
+/// Each word is a concrete struct rather than one generic struct with a tag: an unoptimized
+/// build (a debug build of the library, or a sanitizer's) looks up a generic struct's metadata
+/// at every use, which cost a third of the processor time of a deep chain in a debug build.
+@usableFromInline
+internal protocol StateWord: Hashable, Sendable {
+    /// The integer the atomic holds.
+    associatedtype Raw: FixedWidthInteger & Sendable
+
+    /// The raw word.
+    var rawValue: Raw { get set }
+
+    /// Decodes `rawValue`.
+    init(rawValue: Raw)
+}
+
+extension StateWord {
+    /// Whether any bit of `mask` is set.
+    @inlinable
+    internal func has(_ mask: Raw) -> Bool {
+        rawValue & mask != 0
     }
 }

@@ -4,12 +4,12 @@
 /// uses Swift's `CancellationError`. For any other type, the producer gives the error when it
 /// makes the ``DeferredAttempt`` (or the caller to `mapError(upon:cancellingWith:transform:)`),
 /// and attempts derived from that one inherit it. Attempts that keep the type's own error carry no
-/// source at all.
+/// box at all.
 ///
-/// A source holds the error itself, never a closure or another source, so a chain of any length
+/// A box holds the error itself, never a closure or another box, so a chain of any length
 /// keeps nothing of the stages above it and is released without recursion.
 @usableFromInline
-internal final class CancellationErrorSource<Failure: Error>: Sendable {
+internal final class CancellationErrorBox<Failure: Error>: Sendable {
     @usableFromInline
     internal let error: Failure
 
@@ -57,16 +57,16 @@ private func equals<Value: Equatable>(_ lhs: Value, _ other: some Any) -> Bool {
 }
 
 extension Optional {
-    /// Whether an attempt with this source cannot fail by cancellation: no error given, and
+    /// Whether an attempt with this box cannot fail by cancellation: no error given, and
     /// none of the failure type's own.
     @inlinable
-    internal func hasNoCancellationError<Failure>() -> Bool where Wrapped == CancellationErrorSource<Failure> {
-        self == nil && !CancellationErrorSource<Failure>.hasTypeDefault
+    internal func hasNoCancellationError<Failure>() -> Bool where Wrapped == CancellationErrorBox<Failure> {
+        self == nil && !CancellationErrorBox<Failure>.hasTypeDefault
     }
 
-    /// The cancellation error from this source, or the failure type's own.
+    /// The cancellation error from this box, or the failure type's own.
     @usableFromInline
-    internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorSource<Failure> {
-        self?.error ?? CancellationErrorSource<Failure>.typeDefault
+    internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorBox<Failure> {
+        self?.error ?? CancellationErrorBox<Failure>.typeDefault
     }
 }
