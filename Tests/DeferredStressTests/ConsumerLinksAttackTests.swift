@@ -702,11 +702,6 @@ extension StressSuites {
             var siblingsCancelled: Bool
         }
 
-        /// The deep chains' size: the quick one at any size (20,000 levels on a 160 KiB stack,
-        /// which a recursion once per level overflows); the chains of every kind go a million deep
-        /// in the stack-safety stage, and nine of these at that depth would take two minutes.
-        static let deepSize = TestSize(.quick)
-
         /// Builds a chain of `depth` levels, each with three `map` stages of which two are
         /// cancelled (the continuing one first, middle or last), ends the root, and reports.
         static func deepChain(depth: Int, continuingAt position: Int, end: RootEnd) -> DeepOutcome {
@@ -759,9 +754,9 @@ extension StressSuites {
 
         @Test(.skippedUnderThreadSanitizer, arguments: RootEnd.allCases, [0, 1, 2])
         func deepChainOfLevelsWithCancelledSiblings(end: RootEnd, continuingAt position: Int) async {
-            let depth = Self.deepSize.depth
+            let depth = TestSize.attack.depth
             let outcome = await onDeepStack(
-                "consumers apart, \(end.rawValue), continuing at \(position)", size: Self.deepSize
+                "consumers apart, \(end.rawValue), continuing at \(position)", size: TestSize.attack
             ) {
                 Self.deepChain(depth: depth, continuingAt: position, end: end)
             }
@@ -785,8 +780,8 @@ extension StressSuites {
         /// left), stops the producer and releases every transform.
         @Test(.skippedUnderThreadSanitizer)
         func deepChainOfLevelsWithCancelledSiblingsCancelledFromTheTail() async {
-            let depth = Self.deepSize.depth
-            let (live, stops) = await onDeepStack("consumers apart, tail cancelled", size: Self.deepSize) {
+            let depth = TestSize.attack.depth
+            let (live, stops) = await onDeepStack("consumers apart, tail cancelled", size: TestSize.attack) {
                 () -> (Int, Int) in
                 let live = LiveCount()
                 let source = Source(inlineHandler: false)

@@ -424,8 +424,8 @@ extension StressSuites {
         /// (or never), and every capture released.
         @Test(.skippedUnderThreadSanitizer, .timeLimit(.minutes(2)), arguments: DeepEnd.allCases)
         func aDeepMixedChainEndsWithoutOverflowAndReleasesEverything(end: DeepEnd) async {
-            let depth = TestSize.current.depth
-            let report = await onDeepStack("mixed chain, \(end)") { () -> String in
+            let depth = TestSize.attack.depth
+            let report = await onDeepStack("mixed chain, \(end)", size: .attack) { () -> String in
                 let live = LiveCount()
                 let clock = VirtualTimeExecutor()
                 let stops = Counter()

@@ -426,13 +426,13 @@ extension StressSuites {
 
         @Test(.skippedUnderThreadSanitizer, arguments: ["advance", "release"])
         func deepTimeoutChainOverALostWriter(ending: String) async {
-            let outcome = await onDeepStack("dropped-body timeouts \(ending)") { () -> String in
+            let outcome = await onDeepStack("dropped-body timeouts \(ending)", size: .attack) { () -> String in
                 let live = LiveCount()
                 let runs = Counter()
                 var clock: VirtualTimeExecutor? = VirtualTimeExecutor()
                 let slot = Slot<TestError>()
                 var tail = slot.attempt
-                for _ in 0..<TestSize.current.depth {
+                for _ in 0..<TestSize.attack.depth {
                     tail = tail.timeout(after: .seconds(1), upon: clock!, failingWith: .timedOut)
                 }
                 DroppedBodyAttackTests.track(tail, live, runs)
@@ -458,14 +458,14 @@ extension StressSuites {
 
         @Test(.skippedUnderThreadSanitizer, arguments: ["lost", "stopped"])
         func deepDelayChain(ending: String) async {
-            let outcome = await onDeepStack("dropped-body delays \(ending)") { () -> String in
+            let outcome = await onDeepStack("dropped-body delays \(ending)", size: .attack) { () -> String in
                 let live = LiveCount()
                 let runs = Counter()
                 let slot = Slot<TestError>()
                 var tail = slot.attempt
                 if ending == "lost" {
                     var clock: VirtualTimeExecutor? = VirtualTimeExecutor()
-                    for _ in 0..<TestSize.current.depth {
+                    for _ in 0..<TestSize.attack.depth {
                         tail = tail.delay(by: .seconds(1), upon: clock!)
                     }
                     DroppedBodyAttackTests.track(tail, live, runs)
@@ -473,7 +473,7 @@ extension StressSuites {
                     clock = nil
                 } else {
                     let clock = StoppedClock()
-                    for _ in 0..<TestSize.current.depth {
+                    for _ in 0..<TestSize.attack.depth {
                         tail = tail.delay(by: .seconds(1), upon: clock)
                     }
                     DroppedBodyAttackTests.track(tail, live, runs)

@@ -559,8 +559,8 @@ extension StressSuites {
         // MARK: Deep chains
 
         @Test func deepChainsOfJoinsAndAndThensAreOrphanedWithoutOverflow() async {
-            let depth = TestSize.current.depth
-            let outcome = await onDeepStack("orphaned joins and andThens") {
+            let depth = TestSize.attack.depth
+            let outcome = await onDeepStack("orphaned joins and andThens", size: .attack) {
                 var report: [String] = []
                 do {
                     let live = LiveCount()
@@ -632,8 +632,8 @@ extension StressSuites {
         }
 
         @Test func deepChainsWhoseEveryStageIsHeldAreOrphanedWithoutOverflow() async {
-            let depth = TestSize.current.depth
-            let outcome = await onDeepStack("orphaned chains, every stage held") {
+            let depth = TestSize.attack.depth
+            let outcome = await onDeepStack("orphaned chains, every stage held", size: .attack) {
                 var report: [String] = []
                 for shape in 0..<3 {
                     let live = LiveCount()

@@ -30,7 +30,7 @@ extension StressSuites {
     /// `DeferredAttemptBox`, `uponMainActor` as a requirement, and the debug warning of a
     /// blocking wait in a task. The first five tests each found a bug, since fixed.
     @Suite struct PlainFailureAndRetryAttackTests {
-        static let depth = TestSize.current.depth
+        static let depth = TestSize.attack.depth
 
         /// A failure type with no cancellation error of its own: neither a `CancellableError` nor
         /// `any Error`.
@@ -296,7 +296,9 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test(.skippedUnderThreadSanitizer)
     func aDeepChainOfPlainMapErrorsCancelledAtItsTailTranslatesOncePerStage() async {
         let depth = Self.depth
-        let (tail, stopped, translations) = await onDeepStack("plain mapError chain, cancelled at its tail") {
+        let (tail, stopped, translations) = await onDeepStack(
+            "plain mapError chain, cancelled at its tail", size: .attack
+        ) {
             let producer = DeferredAttempt<Int, TestError>()
             let stopped = Counter()
             let translations = Counter()
@@ -323,7 +325,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     func aDeepUnfinishedChainOfPlainMapErrorsIsReleasedWithItsCaptures() async {
         let depth = Self.depth
         let live = LiveCount()
-        let alive = await onDeepStack("plain mapError chain, dropped unfinished") {
+        let alive = await onDeepStack("plain mapError chain, dropped unfinished", size: .attack) {
             do {
                 let producer = DeferredAttempt<Int, TestError>()
                 var tail = producer.attempt.mapError(upon: .immediate, transform: plain)
@@ -636,7 +638,9 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     func aLongRetryLoopOnVirtualTimeRunsEveryTryWithoutRecursion() async {
         let depth = Self.depth
         let live = LiveCount()
-        let (result, starts, asked, bodies) = await onDeepStack("retry of \(depth) tries on virtual time") {
+        let (result, starts, asked, bodies) = await onDeepStack(
+            "retry of \(depth) tries on virtual time", size: .attack
+        ) {
             let clock = VirtualTimeExecutor()
             let starts = Counter()
             let asked = Counter()

@@ -697,8 +697,8 @@ extension StressSuites {
         /// root, on the small stack.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsFinishes() async {
-            let depth = TestSize.current.depth
-            let (result, left, startsRan) = await onDeepStack("shared chain finish") {
+            let depth = TestSize.attack.depth
+            let (result, left, startsRan) = await onDeepStack("shared chain finish", size: .attack) {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let root = HeldWriter<Int, TestError>()
                 let nestedStarts = Counter()
@@ -714,8 +714,8 @@ extension StressSuites {
         /// The same chain cancelled from its end: the cancellation climbs to the root's producer.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsCancelsFromTheEnd() async {
-            let depth = TestSize.current.depth
-            let (stops, left, rootResult) = await onDeepStack("shared chain cancel") {
+            let depth = TestSize.attack.depth
+            let (stops, left, rootResult) = await onDeepStack("shared chain cancel", size: .attack) {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let root = HeldWriter<Int, TestError>()
                 let stops = Counter()
@@ -732,8 +732,8 @@ extension StressSuites {
         /// The chain cancelled from its end with a failure type without a cancellation error.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfPlainRunsCancelsFromTheEnd() async {
-            let depth = TestSize.current.depth
-            let (stops, left) = await onDeepStack("shared plain chain cancel") {
+            let depth = TestSize.attack.depth
+            let (stops, left) = await onDeepStack("shared plain chain cancel", size: .attack) {
                 let shared = SharedAttempts<Int, Int, PlainError>()
                 let root = HeldWriter<Int, PlainError>()
                 let stops = Counter()
@@ -752,8 +752,8 @@ extension StressSuites {
         /// recursion, and every key is forgotten.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainOfRunsWithALostRoot() async {
-            let depth = TestSize.current.depth
-            let left = await onDeepStack("shared chain, root lost") {
+            let depth = TestSize.attack.depth
+            let left = await onDeepStack("shared chain, root lost", size: .attack) {
                 let shared = SharedAttempts<Int, Int, LosableError>()
                 do {
                     let root = HeldWriter<Int, LosableError>()
@@ -773,7 +773,9 @@ extension StressSuites {
         /// one by one, the work stopped by the last.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func hundredThousandCallersOnOneKey() async {
-            let (delivered, starts, stopsBeforeLast, stopsAfterLast, seconds) = await onDeepStack("shared fan") {
+            let (delivered, starts, stopsBeforeLast, stopsAfterLast, seconds) = await onDeepStack(
+                "shared fan", size: .attack
+            ) {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let work = AttackWork<TestError>()
                 let delivered = Counter()

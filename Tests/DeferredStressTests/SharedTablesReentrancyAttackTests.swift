@@ -278,9 +278,9 @@ extension StressSuites {
         /// parked decision both finish in constant stack, every key forgotten, captures released.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainFinishedInsideAStart() async {
-            let depth = TestSize.current.depth
+            let depth = TestSize.attack.depth
             let live = LiveCount()
-            let (tail, top, left) = await onDeepStack("shared attempts chain finished in start") {
+            let (tail, top, left) = await onDeepStack("shared attempts chain finished in start", size: .attack) {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let root = HeldWriter<Int, TestError>()
                 let tracked = LifetimeTracked(live)
@@ -308,8 +308,10 @@ extension StressSuites {
         /// inside the start of another key, whose work is finished; every run stops once.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func deepChainCancelledInsideAStart() async {
-            let depth = TestSize.current.depth
-            let (tail, stops, left, other) = await onDeepStack("shared attempts chain cancelled in start") {
+            let depth = TestSize.attack.depth
+            let (tail, stops, left, other) = await onDeepStack(
+                "shared attempts chain cancelled in start", size: .attack
+            ) {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let root = HeldWriter<Int, TestError>()
                 let stops = Counter()
@@ -490,8 +492,8 @@ extension StressSuites {
         /// A chain of runs 20,000 deep whose works are `lazy.map` views of the previous run.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func futuresChainOfLazyMapViews() async {
-            let depth = TestSize.current.depth
-            let (tail, left) = await onDeepStack("shared futures chain of lazy.map views") {
+            let depth = TestSize.attack.depth
+            let (tail, left) = await onDeepStack("shared futures chain of lazy.map views", size: .attack) {
                 let shared = SharedFutures<Int, Int>()
                 let root = Deferred<Int>()
                 var tail = Future(root)
@@ -509,8 +511,8 @@ extension StressSuites {
         /// filled inside the start of one more key, which returns the filled joiner.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func futuresChainFilledInsideAStart() async {
-            let depth = TestSize.current.depth
-            let (tail, top, left) = await onDeepStack("shared futures chain filled in start") {
+            let depth = TestSize.attack.depth
+            let (tail, top, left) = await onDeepStack("shared futures chain filled in start", size: .attack) {
                 let shared = SharedFutures<Int, Int>()
                 let root = Deferred<Int>()
                 var tail = shared.future(for: 0) { _ in root }
@@ -538,9 +540,10 @@ extension StressSuites {
         /// cascade. Every run still fills; captures of the works and of the callers' handlers go.
         @Test(.timeLimit(.minutes(2)), .skippedUnderThreadSanitizer)
         func futuresChainOutlivesItsTable() async {
-            let depth = TestSize.current.depth
+            let depth = TestSize.attack.depth
             let live = LiveCount()
-            let (tails, tablesGone, handlers) = await onDeepStack("shared futures chain, table dropped") {
+            let (tails, tablesGone, handlers) = await onDeepStack("shared futures chain, table dropped", size: .attack)
+            {
                 var tails: [Int?] = []
                 var gone: [Bool] = []
                 let handlerRuns = Counter()

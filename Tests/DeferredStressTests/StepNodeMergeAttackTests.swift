@@ -389,8 +389,8 @@ extension StressSuites {
 
         @Test(.skippedUnderThreadSanitizer, arguments: ["cancel tail", "succeed", "fail", "orphan root"])
         func deepMixedChainOnTheImmediateExecutor(ending: String) async {
-            let depth = TestSize.current.depth
-            let outcome = await onDeepStack("mixed chain, \(ending)") { () -> DeepOutcome in
+            let depth = TestSize.attack.depth
+            let outcome = await onDeepStack("mixed chain, \(ending)", size: .attack) { () -> DeepOutcome in
                 var outcome = DeepOutcome()
                 let live = LiveCount()
                 let cancels = Counter()
@@ -448,9 +448,11 @@ extension StressSuites {
         /// step could run (the root is pending), and once the root decided with the steps queued.
         @Test(.skippedUnderThreadSanitizer, arguments: [false, true])
         func deepMixedChainOnAQueueCancelledAtTheEnd(rootSucceedsFirst: Bool) async {
-            let depth = TestSize.current.depth
+            let depth = TestSize.attack.depth
             let queue = DispatchQueue(label: "step-node-merge.deep")
-            let outcome = await onDeepStack("mixed chain on a queue, cancel, root first \(rootSucceedsFirst)") {
+            let outcome = await onDeepStack(
+                "mixed chain on a queue, cancel, root first \(rootSucceedsFirst)", size: .attack
+            ) {
                 () -> DeepOutcome in
                 var outcome = DeepOutcome()
                 let live = LiveCount()
@@ -489,8 +491,8 @@ extension StressSuites {
         /// them a following node whose step ran): cancel the last, or finish the first.
         @Test(.skippedUnderThreadSanitizer, arguments: ["cancel", "succeed", "orphan", "abandon"])
         func deepFollowingChain(ending: String) async {
-            let depth = TestSize.current.depth
-            let outcome = await onDeepStack("following chain, \(ending)") { () -> [String] in
+            let depth = TestSize.attack.depth
+            let outcome = await onDeepStack("following chain, \(ending)", size: .attack) { () -> [String] in
                 var problems: [String] = []
                 let live = LiveCount()
                 let cancels = Counter()

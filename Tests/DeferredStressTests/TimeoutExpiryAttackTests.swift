@@ -336,8 +336,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
     /// outermost first): no stack overflow, one stop, and the outermost callback sees it.
     @Test(.skippedUnderThreadSanitizer, arguments: [false, true])
     func deepNestedTimeoutsExpiringAtOnceAreStackSafe(outermostFirst: Bool) async {
-        let depth = TestSize.current.depth
-        let outcome = await onDeepStack("nested timeouts expiring at once") { () -> [Int] in
+        let depth = TestSize.attack.depth
+        let outcome = await onDeepStack("nested timeouts expiring at once", size: .attack) { () -> [Int] in
             let clock = VirtualTimeExecutor()
             let work = Work()
             var limited = work.attempt

@@ -728,8 +728,8 @@ extension StressSuites.TimeoutLetGoAttackTests {
     /// tail's callback, and releases every capture.
     @Test(.skippedUnderThreadSanitizer, arguments: DeepEnd.allCases)
     func deepAlternatingChainsOfLimitsLetGoAndRelease(end: DeepEnd) async {
-        let depth = TestSize.current.depth
-        let outcome = await onDeepStack("alternating limits and maps, \(end)") { () -> [Int] in
+        let depth = TestSize.attack.depth
+        let outcome = await onDeepStack("alternating limits and maps, \(end)", size: .attack) { () -> [Int] in
             let live = LiveCount()
             let clock = VirtualTimeExecutor()
             let stopped = Counter()

@@ -39,7 +39,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
 
     /// The source's result while the delay runs; tagged once it is delivered or dropped.
     @usableFromInline
-    internal let pending = AtomicReference<SlotValue<Result<Success, Failure>>>()
+    internal let pending = AtomicReference<ValueBox<Result<Success, Failure>>>()
 
     @usableFromInline
     internal init(on source: Attempt<Success, Failure>, delay: Duration, executor: any SchedulingExecutor) {
@@ -64,7 +64,7 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard let executor = node.executor.take() else {
             return
         }
-        guard node.pending.exchangeUnlessTagged(SlotValue(passed)).exchanged else {
+        guard node.pending.exchangeUnlessTagged(ValueBox(passed)).exchanged else {
             return  // Cancelled already.
         }
         let guarded = DroppableCallback(node)

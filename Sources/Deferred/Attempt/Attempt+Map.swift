@@ -224,8 +224,7 @@ extension AttemptStep {
     ///
     /// A function type has the same layout whatever its parameters, so a node's unspecialized
     /// deinit destroys a `Body?` without looking up any metadata (it would for a `Step?`).
-    @usableFromInline
-    internal typealias Body = @Sendable (Argument) throws(Thrown) -> Made
+    @usableFromInline internal typealias Body = @Sendable (Argument) throws(Thrown) -> Made
 }
 
 extension AttemptStep where InputFailure == Failure {
@@ -240,17 +239,10 @@ extension AttemptStep where InputFailure == Failure {
 /// The step of `map` and `andThen`: runs on a success and passes a failure on.
 @usableFromInline
 internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure: Error>: AttemptStep {
-    @usableFromInline
-    internal typealias InputFailure = Failure
-
-    @usableFromInline
-    internal typealias Argument = Input
-
-    @usableFromInline
-    internal typealias Made = Output
-
-    @usableFromInline
-    internal typealias Thrown = Failure
+    @usableFromInline internal typealias InputFailure = Failure
+    @usableFromInline internal typealias Argument = Input
+    @usableFromInline internal typealias Made = Output
+    @usableFromInline internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Input, Failure>) -> Bool {
@@ -271,20 +263,11 @@ internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure:
 /// The step of `recover` and `fallback`: runs on a failure and passes a success on.
 @usableFromInline
 internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptStep {
-    @usableFromInline
-    internal typealias Input = Success
-
-    @usableFromInline
-    internal typealias InputFailure = Failure
-
-    @usableFromInline
-    internal typealias Argument = Failure
-
-    @usableFromInline
-    internal typealias Made = Output
-
-    @usableFromInline
-    internal typealias Thrown = Failure
+    @usableFromInline internal typealias Input = Success
+    @usableFromInline internal typealias InputFailure = Failure
+    @usableFromInline internal typealias Argument = Failure
+    @usableFromInline internal typealias Made = Output
+    @usableFromInline internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Success, Failure>) -> Bool {
@@ -305,22 +288,14 @@ internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptS
 /// The step of `mapError`: makes a new error from a failure that is not a cancellation.
 @usableFromInline
 internal enum MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
-    @usableFromInline
-    internal typealias Input = Success
-
-    @usableFromInline
-    internal typealias Output = Success
-
-    @usableFromInline
-    internal typealias Argument = InputFailure
-
-    @usableFromInline
-    internal typealias Made = Failure
+    @usableFromInline internal typealias Input = Success
+    @usableFromInline internal typealias Output = Success
+    @usableFromInline internal typealias Argument = InputFailure
+    @usableFromInline internal typealias Made = Failure
 
     /// Typed as throwing only to share ``AttemptStep/Body``'s shape (the transform never
     /// throws): Swift 6.3 crashes emitting a `throws(Never)` witness for it.
-    @usableFromInline
-    internal typealias Thrown = Failure
+    @usableFromInline internal typealias Thrown = Failure
 
     @inlinable
     internal static func runs(for input: Result<Success, InputFailure>) -> Bool {

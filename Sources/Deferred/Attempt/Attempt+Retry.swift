@@ -166,7 +166,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     @unchecked Sendable
 {
     /// The plan while a retry may still start; tagged once the loop is cancelled or given up.
-    private let planSlot: AtomicReference<SlotValue<RetryPlan<Success, Failure>>>
+    private let planSlot: AtomicReference<ValueBox<RetryPlan<Success, Failure>>>
 
     /// The failure of the last try, while the loop may still need it.
     ///
@@ -174,7 +174,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     /// failure type without a cancellation error, while it waits out the backoff: the loop
     /// finishes with it if it is given up meanwhile. Tagged once the loop is cancelled, so that a
     /// cancelled loop keeps nothing of its tries.
-    private let failureSlot: AtomicReference<SlotValue<Failure>>
+    private let failureSlot: AtomicReference<ValueBox<Failure>>
 
     @exclusivity(unchecked)
     private var retries = 0
@@ -184,7 +184,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     private let executor: any SchedulingExecutor
 
     init(plan: RetryPlan<Success, Failure>, cancellation: CancellationErrorBox<Failure>?) {
-        planSlot = AtomicReference(plan.retries > 0 ? SlotValue(plan) : nil)
+        planSlot = AtomicReference(plan.retries > 0 ? ValueBox(plan) : nil)
         failureSlot = AtomicReference()
         executor = plan.executor
         super.init(cancellation: cancellation)
@@ -208,12 +208,12 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
     }
 
     /// Takes the plan out of its slot, unless the loop was cancelled or no retry remains.
-    private func takePlan() -> SlotValue<RetryPlan<Success, Failure>>? {
+    private func takePlan() -> ValueBox<RetryPlan<Success, Failure>>? {
         planSlot.exchangeUnlessTagged(nil).previous
     }
 
     /// Puts the plan back for a later retry; returns `false` if the loop was cancelled meanwhile.
-    private func putBack(_ plan: SlotValue<RetryPlan<Success, Failure>>) -> Bool {
+    private func putBack(_ plan: ValueBox<RetryPlan<Success, Failure>>) -> Bool {
         planSlot.exchangeUnlessTagged(plan).exchanged
     }
 
@@ -259,7 +259,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             node.decide(passed, cancelled: cancelled, in: &queue)
             return
         }
-        guard node.failureSlot.exchangeUnlessTagged(SlotValue(error)).exchanged else {
+        guard node.failureSlot.exchangeUnlessTagged(ValueBox(error)).exchanged else {
             return  // Cancelled meanwhile: the cancellation decided the attempt.
         }
         // `shouldRetry` is user code: it runs on the executor, like the retries it decides on.
@@ -302,7 +302,7 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
         retries += 1
         if cancellationError == nil {
             // Kept through the backoff: a loop given up then has nothing else to finish with.
-            _ = failureSlot.exchangeUnlessTagged(SlotValue(failure))
+            _ = failureSlot.exchangeUnlessTagged(ValueBox(failure))
         }
         guard putBack(box) else {
             endGivenUp(with: failure, in: &queue)  // Given up meanwhile.

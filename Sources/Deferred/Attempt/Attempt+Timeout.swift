@@ -88,7 +88,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 {
     /// The failure for when the limit passes; taken when it does, or dropped on a cancellation.
     ///
-    /// It holds a `SlotValue<Failure>`, typed only as an object, so that releasing the node
+    /// It holds a `ValueBox<Failure>`, typed only as an object, so that releasing the node
     /// looks up no metadata of a type made of `Success` and `Failure`.
     @usableFromInline
     internal let pending: AtomicReference<AnyObject>
@@ -111,7 +111,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 
     @inlinable
     internal init(holding source: ChainNode?, cancellation: CancellationErrorBox<Failure>?, failure: Failure) {
-        pending = AtomicReference(SlotValue(failure))
+        pending = AtomicReference(ValueBox(failure))
         super.init(holding: source, cancellation: cancellation)
     }
 
@@ -204,7 +204,7 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
     @inlinable
     internal func expire() {
         if let failure = pending.takeAndTag().object {
-            let error = unsafeDowncast(failure, to: SlotValue<Failure>.self).value
+            let error = unsafeDowncast(failure, to: ValueBox<Failure>.self).value
             var queue = DrainQueue()
             queue.parkingCompletions { queue in
                 _ = decide(.failure(error), cancelled: false, in: &queue)

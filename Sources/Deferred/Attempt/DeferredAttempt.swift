@@ -203,15 +203,14 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
         node.isCancelled
     }
 
-    /// Whether the attempt has finished.
-    @inlinable
-    public var isFilled: Bool {
-        node.peek() != nil
-    }
+    // The read side is the attempt's: each of these is ``attempt``'s own.
 
-    /// Calls `body` with the result, on `executor`, once the attempt has finished.
-    ///
-    /// See ``Attempt/upon(_:execute:)``.
+    /// Whether the attempt has finished: ``Attempt/isFilled``.
+    @inlinable
+    public var isFilled: Bool { attempt.isFilled }
+
+    /// Calls `body` with the result, on `executor`, once the attempt has finished: see
+    /// ``Attempt/upon(_:execute:)``.
     ///
     /// - Parameters:
     ///   - executor: Where `body` runs. See ``Executor``.
@@ -221,18 +220,16 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
         attempt.upon(executor, execute: body)
     }
 
-    /// Returns the result if the attempt has finished, or `nil` at once if it has not.
+    /// The result if the attempt has finished, or `nil` at once if it has not:
+    /// ``Attempt/peek()``.
     @inlinable
-    public func peek() -> Result<Success, Failure>? {
-        node.peek()
-    }
+    public func peek() -> Result<Success, Failure>? { attempt.peek() }
 
-    /// Blocks the calling thread until the attempt finishes or `time` passes.
+    /// Blocks the calling thread until the attempt finishes or `time` passes: see
+    /// ``Attempt/wait(until:)``.
     ///
     /// - Parameter time: The latest time to wait until; `.distantFuture` waits indefinitely.
     /// - Returns: The result, or `nil` if `time` passed first.
     @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
-    public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
-        attempt.wait(until: time)
-    }
+    public func wait(until time: DispatchTime) -> Result<Success, Failure>? { attempt.wait(until: time) }
 }

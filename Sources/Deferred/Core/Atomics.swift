@@ -263,18 +263,14 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     }
 }
 
-/// A value as an object, so that an ``AtomicReference`` can hold it: what a pending timer
-/// delivers or starts (a delayed result, a timeout's failure, a retry's plan), which whoever takes
-/// it out of the slot first gets, and a cancellation can drop.
+/// A value as an object: what an ``AtomicReference`` holds (what a pending timer delivers or
+/// starts: a delayed result, a timeout's failure, a retry's plan, which whoever takes it out of
+/// the slot first gets, and a cancellation can drop), and the cancellation error the stages of a
+/// chain share (``CancellationErrorBox``).
 @usableFromInline
-internal final class SlotValue<Value: Sendable>: Sendable {
-    @usableFromInline
-    internal let value: Value
-
-    @usableFromInline
-    internal init(_ value: Value) {
-        self.value = value
-    }
+internal final class ValueBox<Value: Sendable>: Sendable {
+    @usableFromInline internal let value: Value
+    @usableFromInline internal init(_ value: Value) { self.value = value }
 }
 
 /// A decoded atomic word: the one integer a lock-free structure changes as a whole, with the

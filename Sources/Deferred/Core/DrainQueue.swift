@@ -110,6 +110,15 @@ internal struct DrainQueue {
         }
     }
 
+    /// Runs `body` with a new queue, then drains it: how code that runs under no queue (a
+    /// combinator, a fill) starts one.
+    @inlinable
+    internal static func draining(_ body: (inout DrainQueue) -> Void) {
+        var queue = DrainQueue()
+        body(&queue)
+        queue.drain()
+    }
+
     /// Runs every parked storage's handlers, and whatever those complete, before returning.
     @inlinable
     internal mutating func drain() {

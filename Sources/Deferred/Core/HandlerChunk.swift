@@ -17,13 +17,8 @@ public import Synchronization
 @frozen
 @usableFromInline
 internal struct HandlerChunkState: StateWord {
-    @usableFromInline
-    internal var rawValue: UInt
-
-    @inlinable
-    internal init(rawValue: UInt) {
-        self.rawValue = rawValue
-    }
+    @usableFromInline internal var rawValue: UInt
+    @inlinable internal init(rawValue: UInt) { self.rawValue = rawValue }
 }
 
 extension HandlerChunkState {
@@ -228,49 +223,42 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
     /// Called by the fill that published `value`, once.
     @inlinable
     internal func runReadyHandlers(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
-        withUnsafeMutablePointerToElements { words in
-            // Only the one fill closes the chunk, so adding the bit sets it.
-            var ready = HandlerChunkState(
-                rawValue: words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing)
-                    .oldValue
-            ).readySlots
-            while ready != 0 {
-                let index = ready.trailingZeroBitCount
-                ready &= ready &- 1
-                Self.slot(index, of: words).move().run(with: value, from: source, in: &queue)
-            }
+        takeReadyHandlers(closing: true) { (handler: consuming Handler<Value>) in
+            handler.run(with: value, from: source, in: &queue)
         }
     }
 
     /// Closes the chunk and drops the handlers that were ready.
     ///
-    /// Links' nodes go to `nodes` as lost; a handler whose registrant had not finished writing it is left to that
-    /// registrant, which drops it. Called by the orphaning of the storage, once.
+    /// Links' nodes go to `nodes` as lost; a handler whose registrant had not finished writing it
+    /// is left to that registrant, which drops it. Called by the orphaning of the storage, once.
     @usableFromInline
     internal func closeAndDropReadyHandlers(to nodes: inout ReleaseStack) {
-        withUnsafeMutablePointerToElements { words in
-            var ready = HandlerChunkState(
-                rawValue: words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing)
-                    .oldValue
-            ).readySlots
-            while ready != 0 {
-                let index = ready.trailingZeroBitCount
-                ready &= ready &- 1
-                Self.slot(index, of: words).move().drop(to: &nodes)
-            }
-        }
+        takeReadyHandlers(closing: true) { (handler: consuming Handler<Value>) in handler.drop(to: &nodes) }
     }
 
     /// Drops every handler of an unfilled chunk, moving the nodes that links continue into
     /// `nodes` as lost: what the last owner of an unfilled storage does, when no registrant is left.
     @usableFromInline
     internal func dropHandlers(to nodes: inout ReleaseStack) {
+        takeReadyHandlers(closing: false) { (handler: consuming Handler<Value>) in handler.drop(to: &nodes) }
+    }
+
+    /// Moves each handler whose slot is ready out of it and hands it to `body`, in the order of
+    /// their slots; with `closing`, closes the chunk in the same atomic step (only one caller
+    /// ever closes a chunk, so adding the bit sets it).
+    @inlinable
+    internal func takeReadyHandlers(closing: Bool, _ body: (consuming Handler<Value>) -> Void) {
         withUnsafeMutablePointerToElements { words in
-            var ready = HandlerChunkState(rawValue: words.pointee.load(ordering: .acquiring)).readySlots
+            let word =
+                closing
+                ? words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing).oldValue
+                : words.pointee.load(ordering: .acquiring)
+            var ready = HandlerChunkState(rawValue: word).readySlots
             while ready != 0 {
                 let index = ready.trailingZeroBitCount
                 ready &= ready &- 1
-                Self.slot(index, of: words).move().drop(to: &nodes)
+                body(Self.slot(index, of: words).move())
             }
         }
     }

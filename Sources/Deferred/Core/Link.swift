@@ -27,9 +27,7 @@ extension FutureProtocol {
         } else if let deferred = self as? Deferred<Value> {
             deferred.backing.link(node, step)
         } else {
-            var queue = DrainQueue()
-            addLink(node, in: &queue, step)
-            queue.drain()
+            DrainQueue.draining { addLink(node, in: &$0, step) }
         }
     }
 

@@ -19,13 +19,8 @@
 @frozen
 @usableFromInline
 internal struct StorageState: StateWord {
-    @usableFromInline
-    internal var rawValue: UInt
-
-    @inlinable
-    internal init(rawValue: UInt) {
-        self.rawValue = rawValue
-    }
+    @usableFromInline internal var rawValue: UInt
+    @inlinable internal init(rawValue: UInt) { self.rawValue = rawValue }
 }
 
 extension StorageState {

@@ -178,9 +178,7 @@ internal class DispatchTimer: StackNode, @unchecked Sendable {
     /// Set by whichever of running and withdrawing comes first.
     @usableFromInline
     internal let claimed: Atomic<Bool>
-    @exclusivity(unchecked)
-    @usableFromInline
-    package var next: UInt = 0
+    @exclusivity(unchecked) @usableFromInline package var next: UInt = 0
 
     /// A timer for work due `nanoseconds` (more than zero) from now, on `queue`.
     @usableFromInline

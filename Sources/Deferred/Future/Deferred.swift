@@ -194,9 +194,7 @@ internal enum FutureBacking<Value: Sendable>: Sendable {
         if case .storage(let storage) = self {
             storage.add(.link(node, step))
         } else {
-            var queue = DrainQueue()
-            addLink(node, in: &queue, step)
-            queue.drain()
+            DrainQueue.draining { addLink(node, in: &$0, step) }
         }
     }
 

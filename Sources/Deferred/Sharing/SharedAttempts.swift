@@ -139,25 +139,19 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
     }
 
     /// How many keys have a run in flight or a kept result.
-    public var count: Int {
-        table.count
-    }
+    public var count: Int { table.count }
 
     /// Whether `key` has a run in flight or a kept result.
     ///
     /// - Parameter key: The key to look for.
     /// - Returns: `true` if a caller asking for `key` now would not start a new run.
-    public func contains(_ key: Key) -> Bool {
-        table.contains(key)
-    }
+    public func contains(_ key: Key) -> Bool { table.contains(key) }
 
     /// Forgets `key`, so that the next caller starts a new run: drops a kept result, or lets the
     /// run in flight go on for the callers that joined it, without new ones.
     ///
     /// - Parameter key: The key to forget.
-    public func forget(_ key: Key) {
-        table.forget(key)
-    }
+    public func forget(_ key: Key) { table.forget(key) }
 }
 
 extension AttemptNode {

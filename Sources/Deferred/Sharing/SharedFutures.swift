@@ -81,23 +81,17 @@ public final class SharedFutures<Key: Hashable & Sendable, Value: Sendable>: Sen
     }
 
     /// How many keys have a run in flight or a kept value.
-    public var count: Int {
-        table.count
-    }
+    public var count: Int { table.count }
 
-    /// Whether `key` has a run in flight or a kept value.
+    /// Whether `key` leads to the future of a run in flight or to a kept value.
     ///
     /// - Parameter key: The key to look for.
-    /// - Returns: `true` if a caller asking for `key` now would not start a new run.
-    public func contains(_ key: Key) -> Bool {
-        table.contains(key)
-    }
+    /// - Returns: `false` if a caller asking for `key` now would start a new run.
+    public func contains(_ key: Key) -> Bool { table.contains(key) }
 
-    /// Forgets `key`, so that the next caller starts a new run: drops a kept value, or lets the
-    /// run in flight go on for the callers that have it, without new ones.
+    /// Forgets `key`: drops a kept value, or lets the run in flight go on for the callers that
+    /// have its future, without new ones; the next caller starts a new run.
     ///
     /// - Parameter key: The key to forget.
-    public func forget(_ key: Key) {
-        table.forget(key)
-    }
+    public func forget(_ key: Key) { table.forget(key) }
 }

@@ -20,18 +20,11 @@ internal class Waiter<Value: Sendable>: ChainNode, StackNode, @unchecked Sendabl
     internal let state: Atomic<UInt>
 
     /// The address bits of the next waiter in a ``WaiterRegistry``'s stack.
-    @exclusivity(unchecked)
-    @usableFromInline
-    package var next: UInt = 0
+    @exclusivity(unchecked) @usableFromInline package var next: UInt = 0
 
-    @usableFromInline
-    internal static var new: UInt { 0 }
-
-    @usableFromInline
-    internal static var waiting: UInt { 1 }
-
-    @usableFromInline
-    internal static var finished: UInt { 2 }
+    @usableFromInline internal static var new: UInt { 0 }
+    @usableFromInline internal static var waiting: UInt { 1 }
+    @usableFromInline internal static var finished: UInt { 2 }
 
     @usableFromInline
     internal init(state: UInt) {

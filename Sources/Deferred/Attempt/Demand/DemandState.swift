@@ -32,13 +32,8 @@
 @frozen
 @usableFromInline
 internal struct DemandState: StateWord {
-    @usableFromInline
-    internal var rawValue: UInt
-
-    @inlinable
-    internal init(rawValue: UInt) {
-        self.rawValue = rawValue
-    }
+    @usableFromInline internal var rawValue: UInt
+    @inlinable internal init(rawValue: UInt) { self.rawValue = rawValue }
 }
 
 /// Read a flag with ``StateWord/has(_:)``: `state.has(DemandState.pinned)`.

@@ -1,3 +1,30 @@
+/// An error type that can report that work was cancelled.
+///
+/// The failure type of an ``Attempt`` conforms to it, so that a cancelled attempt can fail
+/// with a typed error that callers handle like any other:
+///
+/// ```swift
+/// enum SearchError: CancellableError {
+///     case offline
+///     case cancelled
+/// }
+/// ```
+///
+/// `CancellationError` conforms, for attempts that fail only by being cancelled.
+public protocol CancellableError: Error {
+    /// The error that reports cancelled work.
+    static var cancelled: Self { get }
+}
+
+/// Swift's `CancellationError` is a cancellable error, for work that fails only by being
+/// cancelled.
+extension CancellationError: CancellableError {
+    /// A `CancellationError`.
+    public static var cancelled: CancellationError {
+        CancellationError()
+    }
+}
+
 /// Where an attempt gets the error it fails with when it is cancelled.
 ///
 /// Most failure types say it themselves: a ``CancellableError`` has `.cancelled`, and `any Error`
@@ -9,38 +36,32 @@
 /// A box holds the error itself, never a closure or another box, so a chain of any length
 /// keeps nothing of the stages above it and is released without recursion.
 @usableFromInline
-internal final class CancellationErrorBox<Failure: Error>: Sendable {
-    @usableFromInline
-    internal let error: Failure
+internal typealias CancellationErrorBox<Failure: Error> = ValueBox<Failure>
 
+extension ValueBox where Value: Error {
+    /// The error that the failure type itself uses for a cancellation, if it has one.
     @usableFromInline
-    internal init(_ error: Failure) {
-        self.error = error
-    }
-
-    /// The error that `Failure` itself uses for a cancellation, if it has one.
-    @usableFromInline
-    internal static var typeDefault: Failure? {
-        if let cancellable = Failure.self as? any CancellableError.Type {
-            return cancellable.cancelled as any Error as? Failure
+    internal static var typeDefault: Value? {
+        if let cancellable = Value.self as? any CancellableError.Type {
+            return cancellable.cancelled as any Error as? Value
         }
-        if Failure.self == (any Error).self {
-            return CancellationError() as any Error as? Failure
+        if Value.self == (any Error).self {
+            return CancellationError() as any Error as? Value
         }
         return nil
     }
 
-    /// Whether `Failure` says itself how a cancellation fails; folded away where the type is
+    /// Whether the failure type says itself how a cancellation fails; folded away where it is
     /// known.
     @inlinable
     internal static var hasTypeDefault: Bool {
-        Failure.self is any CancellableError.Type || Failure.self == (any Error).self
+        Value.self is any CancellableError.Type || Value.self == (any Error).self
     }
 
     /// Whether `error` reads as a cancellation: a `CancellationError`, or the type's own
     /// `cancelled` when the type is `Equatable` (other types cannot be compared).
     @usableFromInline
-    internal static func isCancellation(_ error: Failure) -> Bool {
+    internal static func isCancellation(_ error: Value) -> Bool {
         if error is CancellationError {
             return true
         }
@@ -67,6 +88,6 @@ extension Optional {
     /// The cancellation error from this box, or the failure type's own.
     @usableFromInline
     internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorBox<Failure> {
-        self?.error ?? CancellationErrorBox<Failure>.typeDefault
+        self?.value ?? CancellationErrorBox<Failure>.typeDefault
     }
 }
