@@ -276,7 +276,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
     /// go of the source (so that the producer's cancel handlers, run on the expiring thread, may
     /// read, wait on or cancel the timed-out attempt without deadlock), and a reader on another
     /// thread that arrives in between runs at once. Only the deliveries added before the limit
-    /// passes are ordered (a known limit, Docs/ErrorsAndCancellation.md); the count is reported.
+    /// passes are ordered (a known limit, the ErrorsAndCancellation guide); the count is reported.
     @Test(.timeLimit(.minutes(1)), arguments: LateReader.allCases)
     func aReaderArrivingAsTheLimitPassesFindsTheWorkStopped(reader: LateReader) {
         final class LateRound: Sendable {
@@ -417,7 +417,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
                     // The join settles with the second input while the first input's limit is
                     // passing on the other thread: it finds the first input decided, and that
                     // thread lets go of the first work; the join does not wait for it (a known
-                    // limit, Docs/ErrorsAndCancellation.md), so its callback may come first.
+                    // limit, the ErrorsAndCancellation guide), so its callback may come first.
                 } else {
                     #expect(round.saw.value / 100 == 1, "the join's callback ran before the timed-out work was stopped")
                 }

@@ -16,7 +16,7 @@ public import Testing
 /// Hard assertions (exactly once, one winner, order) are checked in every round and always
 /// fail the test. An interleaving that is still missing when the budget is spent fails the test
 /// only where ``TestSize/requiresEveryInterleaving`` says so (CI's release stress stage); the
-/// default run prints it with the counts. Docs/Reliability.md explains why.
+/// default run prints it with the counts. the Reliability guide explains why.
 public enum RaceHarness {
     /// The side of the race the caller runs on: `"left"`, `"right"`, or `nil` off the harness
     /// threads. (A task-local bound outside any task is local to the thread.)

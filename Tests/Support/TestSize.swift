@@ -11,7 +11,7 @@ public import Testing
 /// - `full` (`DEFERRED_TEST_SIZE=full`; CI's full-size stages): chains 1,000,000 deep on an
 ///   8 MiB stack, 100,000 rounds of each race, 2,000 random graphs, 1,000,000 cycles.
 ///
-/// The quick sizes still catch what each test exists for; Docs/Reliability.md ("Test sizes")
+/// The quick sizes still catch what each test exists for; the Reliability guide ("Test sizes")
 /// gives the reasoning, and ``StackSafetyCalibrationTests`` shows a recursive release and a
 /// recursive drain overflowing the quick stack.
 ///
@@ -23,7 +23,7 @@ public struct TestSize: Sendable {
     public enum Profile: String, Sendable {
         /// The default: every test at a size that keeps its proof, in about half a minute.
         case quick
-        /// CI's sizes: the figures the README and Docs/Reliability.md promise.
+        /// CI's sizes: the figures the README and the Reliability guide promise.
         case full
     }
 
@@ -35,17 +35,17 @@ public struct TestSize: Sendable {
     /// It shrinks with ``depth``: both profiles give about 8 bytes of stack a level, while a level
     /// of recursion costs at least 16 (a return address and a saved frame pointer), so a
     /// recursion once per level overflows it at either size. The library's loops need a constant
-    /// 40 to 64 KiB of it in a debug build; Docs/Reliability.md ("Test sizes") has the figures.
+    /// 40 to 64 KiB of it in a debug build; the Reliability guide ("Test sizes") has the figures.
     public let deepStackBytes: Int
 
     /// Rounds of each race, at least (more run while an interleaving is missing).
-    public let raceRounds: Int
+    public private(set) var raceRounds: Int
 
     /// Rounds of the races that start a thread in each round (a `ThreadExecutor` each).
-    public let threadRaceRounds: Int
+    public private(set) var threadRaceRounds: Int
 
     /// Random graphs checked against the sequential model.
-    public let graphs: Int
+    public private(set) var graphs: Int
 
     /// Cycles of each resident-memory test (create, use and drop a structure).
     public let memoryCycles: Int
@@ -62,22 +62,34 @@ public struct TestSize: Sendable {
     /// not a depth: every kind of stage goes a million deep in the stack-safety suites at full
     /// size, and the quick depth (20,000 levels on a 160 KiB stack) overflows on any recursion
     /// once per level. Their races keep the run's rounds.
-    public static let attack = TestSize(.quick)
+    public static let attack = TestSize(.quick, sanitized: underSanitizer)
 
     /// The sizes of the run: `DEFERRED_TEST_SIZE` from the environment, `quick` if unset.
     ///
     /// Any other value stops the run with a message, so a misspelled `full` never passes for
     /// a full run.
+    ///
+    /// Under a sanitizer the races, graphs and task loops run a quarter of the profile's rounds
+    /// (``sanitized(_:)``): a sanitizer slows each round 5 to 15 times, and ThreadSanitizer
+    /// reports a race from the order of the accesses it sees, not from a round that went wrong,
+    /// so a quarter of the rounds still shows it every access of every path; the full rounds are
+    /// the optimized stage's.
     public static let current: TestSize = {
         let name = ProcessInfo.processInfo.environment["DEFERRED_TEST_SIZE"] ?? Profile.quick.rawValue
         guard let profile = Profile(rawValue: name) else {
             fatalError("DEFERRED_TEST_SIZE is '\(name)'; it must be 'quick' (the default) or 'full'")
         }
-        return TestSize(profile)
+        return TestSize(profile, sanitized: underSanitizer)
     }()
 
-    /// The sizes of `profile`.
-    public init(_ profile: Profile) {
+    /// `count` rounds of a loop that a test sizes itself (tasks started one after another, say),
+    /// or a quarter of them under a sanitizer, as for the profile's rounds.
+    public static func sanitized(_ count: Int) -> Int {
+        underSanitizer ? max(1, count / 4) : count
+    }
+
+    /// The sizes of `profile`; `sanitized`, with a quarter of its races' rounds and graphs.
+    public init(_ profile: Profile, sanitized: Bool = false) {
         switch profile {
         case .quick:
             depth = 20_000
@@ -95,6 +107,11 @@ public struct TestSize: Sendable {
             graphs = 2_000
             memoryCycles = 1_000_000
             timedOutWaits = 200_000
+        }
+        if sanitized {
+            raceRounds /= 4
+            threadRaceRounds /= 4
+            graphs /= 4
         }
     }
 

@@ -1,7 +1,7 @@
 import BenchmarkScenarios
 import Foundation
 
-// The figures in README.md and Docs/Performance.md are generated, not typed:
+// The figures in README.md and the Performance guide are generated, not typed:
 // `deferred-bench --update-docs` rewrites the regions between the markers below from the run it
 // just made, and `deferred-bench --check-docs` fails when a ratio anywhere in those two files
 // differs by more than 10 % from the table of that run.
@@ -12,7 +12,10 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent()
 
 /// The files whose figures are generated and checked.
-let documentedFiles = ["README.md", "Docs/Performance.md"]
+let documentedFiles = ["README.md", performanceGuide]
+
+/// The Performance guide, an article of the Deferred catalog.
+let performanceGuide = "Sources/Deferred/Deferred.docc/Guides/Performance.md"
 
 /// The marker lines of a generated region named `name`.
 func markers(_ name: String) -> (begin: String, end: String) {
@@ -179,11 +182,6 @@ func updateDocs(_ regions: [String: String]) throws {
         }
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
-    // The Deferred catalog holds the guides as articles: make them again from the new text.
-    let catalogGuides = repositoryRoot.appendingPathComponent("Sources/Deferred/Deferred.docc/Guides").path
-    guard output(of: repositoryRoot.appendingPathComponent(".ci/guides-catalog").path, [catalogGuides]) != nil else {
-        throw CountingError("could not make the catalog's guides again: run .ci/guides-catalog \(catalogGuides)")
-    }
 }
 
 /// A ratio the docs state: Deferred's time as a multiple of a peer's, in one scenario.
@@ -207,7 +205,7 @@ private let peerNames: [(String, Implementation)] = [
 /// problems found.
 func checkDocs() throws -> [String] {
     let performance = try String(
-        contentsOf: repositoryRoot.appendingPathComponent("Docs/Performance.md"), encoding: .utf8)
+        contentsOf: repositoryRoot.appendingPathComponent(performanceGuide), encoding: .utf8)
     let measured = try measuredRatios(in: performance)
     var problems: [String] = []
     for file in documentedFiles {
@@ -237,7 +235,7 @@ func checkDocs() throws -> [String] {
 private func measuredRatios(in performance: String) throws -> [String: [Implementation: Double]] {
     let (begin, end) = markers("performance figures")
     guard let start = performance.range(of: begin), let stop = performance.range(of: end) else {
-        throw CountingError("Docs/Performance.md has no generated region \"performance figures\"")
+        throw CountingError("the Performance guide has no generated region \"performance figures\"")
     }
     let region = performance[start.upperBound..<stop.lowerBound]
     var header: [String] = []

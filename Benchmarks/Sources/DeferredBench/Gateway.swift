@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import NIOPosix
 
-// `deferred-bench gateway`: the service gateway of Docs/Performance.md, each implementation in a
+// `deferred-bench gateway`: the service gateway of the Performance guide, each implementation in a
 // process of its own (so that peak memory, threads and allocations are its own), in rotating
 // order, at a saturated and a latency-bound setting.
 
@@ -21,7 +21,7 @@ let gatewayUsage = """
                        (latency-bound), then 1,000 again with both cores kept busy)
       --busy           run every setting with both cores kept busy by two other processes
       --runs N         runs per implementation and setting (default 5; 1 with --quick)
-      --update-docs    rewrite the gateway figures of README.md and Docs/Performance.md (a full run)
+      --update-docs    rewrite the gateway figures of README.md and the Performance guide (a full run)
     """
 
 /// The implementations the gateway compares.
@@ -319,7 +319,7 @@ extension Duration {
     }
 }
 
-/// The generated regions of the gateway: its tables in Docs/Performance.md, and the lead of the
+/// The generated regions of the gateway: its tables in the Performance guide, and the lead of the
 /// README's Performance section.
 func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String: String] {
     let saturated = results.first { !$0.setting.busy && $0.setting.inFlight >= 100 }
@@ -347,7 +347,7 @@ func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String
         \(ours.map { format($0.processorMicrosecondsPerRequest) } ?? "?") µs of processor time per \
         request, \(figure(.nio)) times what swift-nio's `EventLoopFuture` spends and \(figure(.async)) times \
         what async/await spends (task groups with a timeout child). Only Deferred and async/await stop the backends of \
-        requests they gave up; see [the gateway](Docs/Performance.md#the-gateway).
+        requests they gave up; see [the gateway](the Performance guide#the-gateway).
         """
     return ["gateway figures": sections.joined(separator: "\n\n"), "readme gateway": wrapped(readme)]
 }

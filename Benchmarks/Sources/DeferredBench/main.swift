@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 // deferred-bench: every scenario of shared/BENCHMARKS.md, for Deferred and its peers, in one
-// process, printed as one table. See Docs/Performance.md.
+// process, printed as one table. See the Performance guide.
 
 let usage = """
     usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...] [--update-docs]
@@ -18,8 +18,8 @@ let usage = """
       --runs N    timed runs per implementation (default 7, or 3 with --quick)
       --only IDS  run only these scenarios
       --update-docs  after a full run of every scenario, rewrite the generated figures of
-                  README.md and Docs/Performance.md from it (implies --counts)
-      --check-docs   run nothing; fail if a ratio in README.md or Docs/Performance.md differs by
+                  README.md and the Performance guide from it (implies --counts)
+      --check-docs   run nothing; fail if a ratio in README.md or the Performance guide differs by
                   more than 10 % from the table of the run that generated them
 
     deferred-bench gateway [...] runs the service gateway instead, each implementation in a

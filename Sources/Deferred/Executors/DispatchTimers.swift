@@ -5,7 +5,7 @@ public import Synchronization
 /// `delay` and `retry`'s backoff), kept in one heap of deadlines and served by one Dispatch timer.
 ///
 /// `asyncAfter` makes a Dispatch timer source per call and re-arms the kernel timer each time,
-/// which made timers the largest cost of a busy service (see Docs/Performance.md, the gateway).
+/// which made timers the largest cost of a busy service (see the Performance guide, the gateway).
 /// Here scheduling a body costs one allocation of its own and a push onto a lock-free stack; the kernel timer
 /// is re-armed only when the new deadline comes before the one it is armed for. A body that is
 /// withdrawn (a time limit whose attempt finished first) is released at once and skipped when

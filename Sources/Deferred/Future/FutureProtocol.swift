@@ -197,3 +197,96 @@ extension FutureProtocol {
         }
     }
 }
+
+// MARK: - Linking: how every combinator attaches a node to a future
+
+/// The link layer's entry point: how every combinator attaches a node to the future it reads.
+///
+/// A *link* is a handler that holds the node it continues (a ``ChainNode``) and a step that
+/// receives the node, the value and the running ``DrainQueue``. Because the handler names its
+/// node, releasing an unfilled chain walks it with a loop (``ReleaseStack``), and because the
+/// step fills the node through the running queue, filling a chain of any length runs in
+/// constant stack space. Combinators call ``FutureProtocol/link(_:_:)`` and nothing else; only
+/// nodes (the types in this folder and the attempt nodes) see a drain queue.
+///
+/// This type is the step every link shares: it receives the node it continues, the value and
+/// the running queue.
+@usableFromInline
+internal typealias LinkStep<Value> = @Sendable (ChainNode, Value, inout DrainQueue) -> Void
+
+extension FutureProtocol {
+    /// Links `node` to this future: `step` runs once with `node` and the value, once the value
+    /// is known, then whatever that completes runs before this call returns if the value is
+    /// known already.
+    ///
+    /// This is the one place a combinator starts a drain: it owns the trampoline.
+    @inlinable
+    internal func link(_ node: ChainNode, _ step: @escaping LinkStep<Value>) {
+        if let future = self as? Future<Value> {
+            future.backing.link(node, step)
+        } else if let deferred = self as? Deferred<Value> {
+            deferred.backing.link(node, step)
+        } else {
+            DrainQueue.draining { addLink(node, in: &$0, step) }
+        }
+    }
+
+    /// Adds a link step through the caller's running queue, taking the lock-free path when
+    /// this future is backed by the library's storage or is a view of such a future, the value
+    /// in place when another kind of future has one, and an `upon` callback otherwise.
+    ///
+    /// For nodes, which already run under a queue; combinators call ``link(_:_:)``.
+    @inlinable
+    internal func addLink(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping LinkStep<Value>
+    ) {
+        if let future = self as? Future<Value> {
+            future.backing.addLink(node, in: &queue, step)
+        } else if let deferred = self as? Deferred<Value> {
+            deferred.backing.addLink(node, in: &queue, step)
+        } else if let view = self as? any FutureView {
+            view.addLinkThroughView(node, in: &queue, step)
+        } else if let value = peek() {
+            // A future of another kind that has its value already: take it in place, through
+            // the running queue, so that a chain through such futures does not nest.
+            step(node, value, &queue)
+        } else {
+            // Filled later, by code outside the library: the step starts a drain of its own. A
+            // future that drops the callback unrun loses the node's decider.
+            let guarded = DroppableCallback(node)
+            upon(ImmediateExecutor.shared) { value in
+                guarded.run { node in
+                    var queue = DrainQueue()
+                    step(node, value, &queue)
+                    queue.drain()
+                }
+            }
+        }
+    }
+}
+
+/// A future that is a view of another future rather than a storage of its own:
+/// ``LazyMapFuture`` and ``IgnoringFuture``.
+///
+/// A combinator over a view links straight to the storage underneath, through the caller's
+/// drain queue. Linked through `upon` instead, each view in a chain would start a drain of its
+/// own inside the one before, and a long enough chain would overflow the stack.
+///
+/// The protocol names no primary associated type on purpose: a future is recognized as a view
+/// with a plain conformance check, which the runtime caches, where a cast to
+/// `any FutureView<Value>` would check the same-type requirement afresh each time (a debug
+/// build spent a quarter of a view chain's time there).
+@usableFromInline
+internal protocol FutureView: FutureProtocol {
+    /// Adds a combinator's link step to the future underneath, adapting its value.
+    ///
+    /// - Precondition: `Linked` is `Value`; the step receives each value through a checked
+    ///   cast that folds away once the caller is specialized.
+    func addLinkThroughView<Linked>(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
+    )
+}

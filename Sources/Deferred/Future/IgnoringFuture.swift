@@ -69,3 +69,14 @@ extension FutureProtocol {
         IgnoringFuture(self)
     }
 }
+
+extension IgnoringFuture: FutureView {
+    @usableFromInline
+    internal func addLinkThroughView<Linked>(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
+    ) {
+        base.addLink(node, in: &queue) { node, _, queue in step(node, () as! Linked, &queue) }
+    }
+}

@@ -245,3 +245,56 @@ internal final class LazyStep: ChainNode, @unchecked Sendable {
         }
     }
 }
+
+extension LazyMapFuture: FutureView {
+    @usableFromInline
+    internal func addLinkThroughView<Linked>(
+        _ node: ChainNode,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, Linked, inout DrainQueue) -> Void
+    ) {
+        base.addLink(node, in: &queue) { [transform] node, value, queue in
+            step(node, transform(value) as! Linked, &queue)
+        }
+    }
+}
+
+/// A lazy map that can be erased to a ``Future`` without nesting: erasing a lazy map over an
+/// erased lazy map makes one view over the first one's base, with the steps of both.
+///
+/// Without this, a chain that alternates `lazy.map` and `eraseToFuture()` would nest one box in
+/// the next, and every read, link and release would recurse through all of them.
+///
+/// Like ``FutureView``, the protocol names no primary associated type, so that recognizing a
+/// lazy view is a cached conformance check; the generic requirements below take the view's
+/// value type as a parameter and check it.
+@usableFromInline
+internal protocol ErasableLazyView: FutureProtocol {
+    /// This view as the backing of a ``Future``.
+    ///
+    /// - Precondition: `Erased` is `Value`.
+    func erasedBacking<Erased>() -> FutureBacking<Erased>
+
+    /// The backing of a view over this view's base with this view's steps, then `next`.
+    ///
+    /// - Precondition: `Input` is `Value`.
+    func backingAppending<Input, Next: Sendable>(_ next: LazyTransform<Input, Next>) -> FutureBacking<Next>
+}
+
+extension LazyMapFuture: ErasableLazyView {
+    @usableFromInline
+    internal func erasedBacking<Erased>() -> FutureBacking<Erased> {
+        if let future = base as? Future<Base.Value>, case .erased(let box) = future.backing,
+            let inner = box.base as? any ErasableLazyView
+        {
+            return inner.backingAppending(transform) as! FutureBacking<Erased>
+        }
+        return FutureBacking<Value>.erased(AnyFutureBox(self)) as! FutureBacking<Erased>
+    }
+
+    @usableFromInline
+    internal func backingAppending<Input, Next: Sendable>(_ next: LazyTransform<Input, Next>) -> FutureBacking<Next> {
+        let next = next as! LazyTransform<Value, Next>
+        return .erased(AnyFutureBox(LazyMapFuture<Base, Next>(base: base, transform: transform.appending(next))))
+    }
+}

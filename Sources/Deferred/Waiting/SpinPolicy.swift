@@ -15,7 +15,7 @@
 /// that slept is let back in at once. A poll that sees the clock jump (the thread was off its
 /// core) turns polling off for the next few thousand waits, whatever they see.
 ///
-/// Measured on a two-core machine (Docs/Performance.md): idle, a ping-pong of blocking waits
+/// Measured on a two-core machine (the Performance guide): idle, a ping-pong of blocking waits
 /// is caught by polls of about a microsecond; with both cores busy, any poll makes it slower.
 @usableFromInline
 internal struct SpinPolicy: Equatable, Sendable {

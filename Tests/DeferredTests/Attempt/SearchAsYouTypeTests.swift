@@ -98,7 +98,7 @@ import Testing
         var testDescription: String { rawValue }
     }
 
-    static let keystrokes = 2_000
+    static let keystrokes = TestSize.sanitized(2_000)
 
     @Test(arguments: Delivery.allCases) @MainActor
     func thousandsOfKeystrokesShowOnlyCurrentResults(_ delivery: Delivery) async {

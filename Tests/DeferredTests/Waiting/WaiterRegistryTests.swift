@@ -39,7 +39,7 @@ import Testing
     @Test func givingUpCostsTimeLinearInTheLiveWaiters() async throws {
         let deferred = Deferred<Int>()
         let waiters = try #require(storage(of: deferred)?.waiters())
-        for _ in 0..<8_000 {
+        for _ in 0..<TestSize.sanitized(8_000) {
             let task = Task { try await deferred.get() }
             task.cancel()
             _ = await task.result
@@ -47,7 +47,7 @@ import Testing
         // Some of those tasks may have started, and joined the registry, before their
         // cancellation: what compactions looked at for them is not what this test measures.
         let scannedBefore = waiters.waitersScanned
-        let live = 1_000
+        let live = TestSize.sanitized(1_000)
         let tasks = (0..<live).map { _ in Task { try await deferred.get() } }
         #expect(await registered(on: deferred, atLeast: live) != nil)
         for task in tasks {

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// The service gateway of Docs/Performance.md: each request fans out to a few backends, joins
+/// The service gateway of the Performance guide: each request fans out to a few backends, joins
 /// their replies, combines them, and gives up at a time limit, cancelling what it no longer needs.
 ///
 /// Every implementation runs the same requests with the same backend latencies (a function of
