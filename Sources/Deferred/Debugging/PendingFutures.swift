@@ -51,11 +51,7 @@ public enum PendingFutures {
             registry.entries.values.compactMap { entry in entry.future.map { (entry, $0) } }
         }
         return live.sorted { $0.0.order < $1.0.order }.compactMap { entry, future in
-            future.isTrackedFilled
-                ? nil
-                : PendingFuture(
-                    typeName: entry.typeName, file: entry.file, line: entry.line,
-                    isWaitedFor: future.isTrackedWaitedFor)
+            PendingFuture(future, typeName: entry.typeName, file: entry.file, line: entry.line)
         }
     }
 
@@ -249,6 +245,15 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
         self.isWaitedFor = isWaitedFor
     }
 
+    /// The report of a recorded writer made at `file`:`line`, or `nil` if it is filled: what both
+    /// the global list and a scope report.
+    fileprivate init?(_ future: any TrackedFuture, typeName: String, file: String, line: UInt) {
+        guard !future.isTrackedFilled else {
+            return nil
+        }
+        self.init(typeName: typeName, file: file, line: line, isWaitedFor: future.isTrackedWaitedFor)
+    }
+
     /// Describes the future: its type, where it was made, and whether anything waits for it.
     public var description: String {
         "\(typeName) made at \(file):\(line), \(isWaitedFor ? "waited for" : "with no reader")"
@@ -299,10 +304,7 @@ private final class Record: Sendable {
 
     /// This record as a pending future, or `nil` if its future is filled.
     func pending() -> PendingFuture? {
-        guard !strong.isTrackedFilled else {
-            return nil
-        }
-        return PendingFuture(typeName: typeName, file: file, line: line, isWaitedFor: strong.isTrackedWaitedFor)
+        PendingFuture(strong, typeName: typeName, file: file, line: line)
     }
 }
 
