@@ -12,7 +12,7 @@ extension StressSuites {
     /// orphaning, compactions and registrations on two threads; deep chains of levels with
     /// several consumers each.
     @Suite struct ConsumerLinksAttackTests {
-        static let rounds = TestSize.current.raceRounds / 2
+        static let rounds = TestSize.attack.raceRounds / 2
 
         // MARK: Fixtures
 

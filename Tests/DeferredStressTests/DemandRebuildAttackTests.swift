@@ -58,7 +58,7 @@ private let drToggle = Atomic<Int>(0)
 
 extension StressSuites {
     @Suite struct DemandRebuildAttackTests {
-        static let rounds = TestSize.current.raceRounds / 2
+        static let rounds = TestSize.attack.raceRounds / 2
 
         // MARK: cancel() at the end of a chain racing the producer
 

@@ -351,7 +351,7 @@ import Testing
         }
         var outcomes: [String: Int] = [:]
         // 1,000 rounds at the quick size, 4,000 at full size, 500 under a sanitizer.
-        for batch in 0..<max(1, min(8, TestSize.current.raceRounds / 1_000)) {
+        for batch in 0..<max(1, min(8, TestSize.attack.raceRounds / 1_000)) {
             let rounds = (0..<500).map { Round(micros: 1 + ($0 * 7 + batch) % 60, cancels: $0 % 3 == 0) }
             RaceHarness.run(
                 rounds,

@@ -12,7 +12,7 @@ extension StressSuites {
     @Suite struct DroppedBodyAttackTests {
         enum Plain: Error, Equatable { case failed, timedOut }
 
-        static let rounds = max(1, TestSize.current.raceRounds / 4)
+        static let rounds = max(1, TestSize.attack.raceRounds / 4)
 
         /// A writer that one thread can let go of.
         final class Slot<Failure: Error>: Sendable {

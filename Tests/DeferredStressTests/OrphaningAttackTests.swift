@@ -11,7 +11,7 @@ extension StressSuites {
         /// A failure type that cannot say "abandoned" and has no cancellation error.
         enum Plain: Error, Equatable { case failed }
 
-        static let rounds = TestSize.current.raceRounds / 2
+        static let rounds = TestSize.attack.raceRounds / 2
 
         /// A writer in a slot, so that one thread can be the one that lets it go; its producer's
         /// cancel handler is tracked and counted.

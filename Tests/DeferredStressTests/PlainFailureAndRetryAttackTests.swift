@@ -195,6 +195,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test func aMapErrorCancellingWithRacingItsSourcesFailureNeverTranslatesAfterCancelReturns() {
         RaceHarness.expectInterleavings(
             "mapError(cancellingWith:) cancel against the source's failure",
+            rounds: TestSize.attack.raceRounds,
             expected: ["translated, then cancelled", "failed, cancelled before the transform", "cancelled first"],
             setup: { MapErrorRound(cancellingWith: Plain(code: -1)) },
             left: { $0.writer.fail(with: .failed(1)) },
@@ -229,6 +230,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test func aPlainMapErrorRacingItsSourcesFailureTranslatesOnceAndWithdrawsItsCallbacks() {
         RaceHarness.expectInterleavings(
             "plain mapError cancel against the source's failure",
+            rounds: TestSize.attack.raceRounds,
             expected: ["failed first", "cancelled first"],
             setup: { MapErrorRound(cancellingWith: nil) },
             left: { $0.writer.fail(with: .failed(1)) },
@@ -602,7 +604,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     func aRetrysFirstFailureRacingItsCancelNeverAsksOrStartsAfterCancelReturns(_ cancelling: CancelTarget) {
         RaceHarness.expectInterleavings(
             "retry's first failure against cancel of \(cancelling)",
-            rounds: TestSize.current.raceRounds / 2,
+            rounds: TestSize.attack.raceRounds / 2,
             expected: [
                 "cancelled before the failure", "cancelled while shouldRetry waited", "cancelled after shouldRetry",
             ],
@@ -720,6 +722,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test func aReplyRacingCloseForABoxFinishesTheAttemptOnceAndAbandonsOnlyWhenClosedFirst() {
         RaceHarness.expectInterleavings(
             "reply against close of a box",
+            rounds: TestSize.attack.raceRounds,
             expected: ["replied", "closed"],
             setup: { BoxRound(dropOnCancel: false) },
             left: { round in
@@ -754,6 +757,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test func aTakeRacingACancelWhoseHandlerDropsTheBoxDecidesOnceAndNeverAbandons() {
         RaceHarness.expectInterleavings(
             "take and succeed against cancel that drops the box",
+            rounds: TestSize.attack.raceRounds,
             expected: ["succeeded first", "cancelled first"],
             setup: { BoxRound(dropOnCancel: true) },
             left: { round in
@@ -785,6 +789,7 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
     @Test func releasingABoxRacingACancelAbandonsOrCancelsExactlyOnce() {
         RaceHarness.expectInterleavings(
             "release of a full box against cancel",
+            rounds: TestSize.attack.raceRounds,
             expected: ["abandoned first", "cancelled first"],
             setup: { BoxRound(dropOnCancel: false) },
             left: { _ = $0.slot.remove() },

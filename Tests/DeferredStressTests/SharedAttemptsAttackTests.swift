@@ -147,6 +147,7 @@ extension StressSuites {
         func lastCallerCancellingAgainstANewCallerJoining() {
             RaceHarness.expectInterleavings(
                 "shared: last cancel vs join",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["joined the live run", "started a new run"],
                 setup: { CancelJoinRound() },
                 left: { $0.first.cancel() },
@@ -205,6 +206,7 @@ extension StressSuites {
         func lastCallerCancellingAgainstJoiningWithoutACancellationError() {
             RaceHarness.expectInterleavings(
                 "shared plain: last cancel vs join",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["joined the live run", "started a new run"],
                 setup: { PlainCancelJoinRound() },
                 left: { $0.first.cancel() },
@@ -242,6 +244,7 @@ extension StressSuites {
         func finishAgainstJoin() {
             RaceHarness.expectInterleavings(
                 "shared: finish vs join",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["joined the old run", "started a new run"],
                 setup: { CancelJoinRound() },
                 left: { $0.work.run(0).writer.succeed(with: 0) },
@@ -281,6 +284,7 @@ extension StressSuites {
         func forgetAgainstFinish() {
             RaceHarness.expectInterleavings(
                 "shared: forget vs finish",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["done"],
                 setup: { ForgetRound() },
                 left: { $0.shared.forget(0) },
@@ -319,6 +323,7 @@ extension StressSuites {
         func keptResultExpiringAgainstJoin() {
             RaceHarness.expectInterleavings(
                 "shared: expiry vs join",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["got the kept result", "started a new run"],
                 setup: { ExpiryRound() },
                 left: { $0.clock.advance(by: .seconds(1)) },
@@ -472,6 +477,7 @@ extension StressSuites {
         func noDeliveryAfterCancelReturns() {
             RaceHarness.expectInterleavings(
                 "shared: cancel vs finish (stale delivery)",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["delivered before cancel", "withdrawn"],
                 setup: { StaleRound<TestError>() },
                 left: { $0.cancel() },
@@ -479,6 +485,7 @@ extension StressSuites {
                 classify: { $0.classify() })
             RaceHarness.expectInterleavings(
                 "shared plain: cancel vs finish (stale delivery)",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["delivered before cancel", "withdrawn"],
                 setup: { StaleRound<PlainError>() },
                 left: { $0.cancel() },
@@ -515,7 +522,7 @@ extension StressSuites {
         func storm<Failure: Error>(_ work: AttackWork<Failure>, _ shared: SharedAttempts<Int, Int, Failure>) async {
             let threads = 64
             let keys = 4
-            let operations = TestSize.current.raceRounds / 20
+            let operations = TestSize.attack.raceRounds / 20
             let kept = NSLocked<[(key: Int, attempt: Attempt<Int, Failure>)]>([])
             let finishedIndex = NSLocked<Int>(0)
             let finishing = NSLocked<[Int: Int]>([:])  // run index -> finishing order stamp
@@ -612,7 +619,7 @@ extension StressSuites {
             let work = AttackWork<TestError>()
             let kept = NSLocked<[(key: Int, attempt: Attempt<Int, TestError>)]>([])
             let finished = NSLocked<Int>(0)
-            let operations = TestSize.current.raceRounds / 20
+            let operations = TestSize.attack.raceRounds / 20
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
                     DispatchQueue.concurrentPerform(iterations: 64) { thread in

@@ -107,6 +107,7 @@ extension StressSuites {
         func fillAgainstACallerWhoAsksAgainOnceItHasSeenTheValue() {
             RaceHarness.expectInterleavings(
                 "shared futures: fill vs ask after seeing",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["saw the value, then started a new run", "started a new run before seeing the value"],
                 setup: { Round() },
                 left: { $0.root.fill(with: 7) },
@@ -134,6 +135,7 @@ extension StressSuites {
         func fillAgainstACallerWhoAsksAgainWithValuesKept() {
             RaceHarness.expectInterleavings(
                 "shared futures kept: fill vs ask after seeing",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["saw the value, then got it kept"],
                 setup: { Round(keeping: true) },
                 left: { $0.root.fill(with: 7) },
@@ -161,6 +163,7 @@ extension StressSuites {
         func forgetAndAskAgainstTheFill() {
             RaceHarness.expectInterleavings(
                 "shared futures: forget+ask vs fill",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["filled before forget", "forgot before the fill"],
                 setup: { Round() },
                 left: { $0.root.fill(with: 7) },
@@ -197,6 +200,7 @@ extension StressSuites {
         func keptValueExpiringAgainstAsk() {
             RaceHarness.expectInterleavings(
                 "shared futures: expiry vs ask",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["got the kept value", "started a new run"],
                 setup: { () -> Round in
                     let round = Round(keeping: true)

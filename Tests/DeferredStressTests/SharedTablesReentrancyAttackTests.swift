@@ -343,6 +343,7 @@ extension StressSuites {
             }
             RaceHarness.expectInterleavings(
                 "finished at start against join and cancel",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["left started, right joined", "right started, left joined", "both started"],
                 setup: { Round() },
                 left: { round in
@@ -399,6 +400,7 @@ extension StressSuites {
             }
             RaceHarness.expectInterleavings(
                 "work cancelled elsewhere while start links it",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["cancelled before start returned", "cancelled after start returned"],
                 setup: { Round() },
                 left: { round in
@@ -449,6 +451,7 @@ extension StressSuites {
             }
             RaceHarness.expectInterleavings(
                 "joiner cancel against parked delivery",
+                rounds: TestSize.attack.raceRounds,
                 expected: ["joined, delivered before cancel", "joined, cancelled before delivery", "right started"],
                 setup: { Round() },
                 left: { round in

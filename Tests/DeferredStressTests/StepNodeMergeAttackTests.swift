@@ -15,7 +15,7 @@ extension StressSuites {
         /// A failure type with no cancellation error that cannot say "abandoned".
         enum Plain: Error, Equatable { case failed(Int) }
 
-        static let rounds = max(200, TestSize.current.raceRounds / 2)
+        static let rounds = max(200, TestSize.attack.raceRounds / 2)
 
         /// The serial queue every callback of the races is delivered on, and where the racing
         /// `cancel()` runs: a callback that starts after that `cancel()` returned is late.
@@ -967,7 +967,7 @@ extension StressSuites {
                     derived.upon(.immediate) { [runs] _ in runs.increment() }
                 }
             }
-            let rounds = max(100, TestSize.current.threadRaceRounds / 10)
+            let rounds = max(100, TestSize.attack.threadRaceRounds / 10)
             let fixtures = (0..<rounds).map { _ in Round(kind: kind) }
             RaceHarness.run(
                 fixtures,
@@ -1401,7 +1401,7 @@ extension StressSuites {
         /// task threw the cancellation.
         @Test(arguments: [1, 3])
         func getFromManyTasksRacesCancellationAndFill(tasks: Int) async {
-            let rounds = max(100, TestSize.current.raceRounds / 10)
+            let rounds = max(100, TestSize.attack.raceRounds / 10)
             var counts: [String: Int] = [:]
             for round in 0..<rounds {
                 let writer = HeldWriter<Int, TestError>()

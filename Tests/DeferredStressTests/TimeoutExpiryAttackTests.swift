@@ -494,6 +494,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
     @Test func aLimitPassingAgainstTheWorkSucceedingDecidesOnceAndStopsTheWorkFirst() {
         RaceHarness.expectInterleavings(
             "limit against succeed",
+            rounds: TestSize.attack.raceRounds,
             expected: ["succeeded", "timed out, work stopped", "timed out, work finished"],
             setup: Round.init,
             left: { round in
@@ -534,7 +535,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         expected: Set<String>, classify: (Round) -> String, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         RaceHarness.expectInterleavings(
-            name, expected: expected, setup: Round.init,
+            name, rounds: TestSize.attack.raceRounds, expected: expected, setup: Round.init,
             left: { round in
                 let attempt = cancelled(round)
                 attempt.cancel()
@@ -635,6 +636,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
         }
         RaceHarness.expectInterleavings(
             "limit against the other consumer's cancel",
+            rounds: TestSize.attack.raceRounds,
             expected: ["limit last", "other last"],
             setup: SharedRound.init,
             left: { round in
@@ -656,7 +658,8 @@ extension StressSuites.TimeoutExpiryAttackTests {
     @Test(.timeLimit(.minutes(1)))
     func aLimitPassingAgainstTheCancellationOfATaskAwaitingIt() async {
         await RaceHarness.expectInterleavings(
-            "limit against a waiting task's cancellation", expected: ["timed out", "cancelled"]
+            "limit against a waiting task's cancellation", rounds: TestSize.attack.raceRounds,
+            expected: ["timed out", "cancelled"]
         ) { size in
             let rounds = (0..<size).map { _ in Round() }
             let tasks = rounds.map { round in
@@ -699,7 +702,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
     func dispatchLimitsRacingTheWorksResultDecideOnceAndStopFirst() {
         // ThreadSanitizer makes each spin of the pause far slower: fewer works, shorter pauses.
         let slowed = TestSize.underThreadSanitizer ? 20 : 1
-        let count = TestSize.current.raceRounds / slowed
+        let count = TestSize.attack.raceRounds / slowed
         let queues = (0..<4).map { DispatchQueue(label: "limit \($0)") }
         let works = (0..<count).map { _ in Work() }
         let seen = (0..<count).map { _ in Sighting() }
@@ -749,7 +752,7 @@ extension StressSuites.TimeoutExpiryAttackTests {
     /// never in between (its decider may have claimed it and be about to find its demand gone).
     @Test(.timeLimit(.minutes(2)))
     func aTimedOutAttemptsCallbackFindsItsSourceCancelledOrFinished() {
-        let count = TestSize.current.raceRounds / (TestSize.underThreadSanitizer ? 20 : 1)
+        let count = TestSize.attack.raceRounds / (TestSize.underThreadSanitizer ? 20 : 1)
         let queue = DispatchQueue(label: "limits")
         let works = (0..<count).map { _ in Work() }
         let seen = (0..<count).map { _ in Sighting() }

@@ -171,7 +171,7 @@ extension StressSuites {
             // still shows both outcomes, and the harness runs more rounds while one is missing.
             RaceHarness.expectInterleavings(
                 "limit (\(shape)) against \(event)",
-                rounds: TestSize.current.raceRounds / (TestSize.underThreadSanitizer ? 10 : 5),
+                rounds: TestSize.attack.raceRounds / (TestSize.underThreadSanitizer ? 10 : 5),
                 expected: expected,
                 setup: { Round(shape: shape) },
                 left: { round in round.perform(event) },
@@ -338,7 +338,8 @@ extension StressSuites.TimeoutLetGoAttackTests {
             }
         }
         await RaceHarness.expectInterleavings(
-            "limit against the cancellation of a task awaiting the \(awaited)", expected: ["timed out", "cancelled"]
+            "limit against the cancellation of a task awaiting the \(awaited)", rounds: TestSize.attack.raceRounds,
+            expected: ["timed out", "cancelled"]
         ) { size in
             let rounds = (0..<size).map { _ in TaskRound(awaited) }
             let tasks = rounds.map { round in
@@ -404,6 +405,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
         let all = join == "allSucceeded"
         RaceHarness.expectInterleavings(
             "\(join) of two limits against the second work finishing",
+            rounds: TestSize.attack.raceRounds,
             expected: all ? ["second stopped", "second finished"] : ["succeeded", "timed out"],
             setup: { JoinRound(all: all) },
             left: { round in _ = round.second.writer.succeed(with: 2) },
@@ -467,6 +469,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
         }
         RaceHarness.expectInterleavings(
             "shared run callers' limits against a caller giving up",
+            rounds: TestSize.attack.raceRounds,
             expected: ["second cancelled", "second timed out"],
             setup: SharedRound.init,
             left: { round in round.second.cancel() },
@@ -497,7 +500,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
     @Test(.timeLimit(.minutes(2)))
     func dispatchLimitsWithDerivedStagesAgainstTheWork() {
         let slowed = TestSize.underThreadSanitizer ? 20 : 1
-        let count = TestSize.current.raceRounds / slowed
+        let count = TestSize.attack.raceRounds / slowed
         let queues = (0..<2).map { DispatchQueue(label: "let-go limit \($0)") }
         let concurrent = DispatchQueue(label: "let-go maps", attributes: .concurrent)
         let works = (0..<count).map { _ in LGWork() }
@@ -798,7 +801,7 @@ extension StressSuites.TimeoutLetGoAttackTests {
     @Test(.timeLimit(.minutes(1)))
     func chainsOfDispatchLimitsReleaseEverything() {
         let live = LiveCount()
-        let count = TestSize.current.raceRounds / (TestSize.underThreadSanitizer ? 20 : 1)
+        let count = TestSize.attack.raceRounds / (TestSize.underThreadSanitizer ? 20 : 1)
         let queue = DispatchQueue(label: "let-go release")
         let stopped = (0..<count).map { _ in Counter() }
         let ran = (0..<count).map { _ in Counter() }

@@ -56,12 +56,14 @@ public struct TestSize: Sendable {
     /// processor time.
     public let timedOutWaits: Int
 
-    /// The sizes of the attack suites' deep chains: the quick ones in either profile.
+    /// The sizes of the attack suites: the quick ones in either profile.
     ///
-    /// The attack suites are the stress target's `*AttackTests`. An attack's chain adds a shape,
-    /// not a depth: every kind of stage goes a million deep in the stack-safety suites at full
-    /// size, and the quick depth (20,000 levels on a 160 KiB stack) overflows on any recursion
-    /// once per level. Their races keep the run's rounds.
+    /// The attack suites are the stress target's `*AttackTests`: races and chains that fresh eyes
+    /// wrote against one change each. Their chains add a shape, not a depth: every kind of stage
+    /// goes a million deep in the stack-safety suites at full size, and the quick depth (20,000
+    /// levels on a 160 KiB stack) overflows on any recursion once per level. Their races run the
+    /// quick rounds, and in CI's strict stage still until every interleaving they name showed up;
+    /// the full rounds are for the core race suites.
     public static let attack = TestSize(.quick, sanitized: underSanitizer)
 
     /// The sizes of the run: `DEFERRED_TEST_SIZE` from the environment, `quick` if unset.

@@ -51,6 +51,27 @@ extension HandlerChunkState {
     @inlinable
     internal var readySlots: UInt { rawValue & Self.readyBits }
 
+    /// The indices of the slots whose handlers were written, lowest first.
+    @inlinable
+    internal var readyIndices: ReadyIndices { ReadyIndices(bits: readySlots) }
+
+    /// The indices of a word's set *ready* bits, lowest first.
+    @frozen
+    @usableFromInline
+    internal struct ReadyIndices: Sequence, IteratorProtocol {
+        @usableFromInline internal var bits: UInt
+        @inlinable internal init(bits: UInt) { self.bits = bits }
+
+        @inlinable
+        internal mutating func next() -> Int? {
+            guard bits != 0 else {
+                return nil
+            }
+            defer { bits &= bits &- 1 }
+            return bits.trailingZeroBitCount
+        }
+    }
+
     // MARK: Transitions
 
     /// What a registrant whose claiming add returned this word does, in a chunk of `capacity`
@@ -223,8 +244,10 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
     /// Called by the fill that published `value`, once.
     @inlinable
     internal func runReadyHandlers(with value: Value, from source: ChainNode, in queue: inout DrainQueue) {
-        takeReadyHandlers(closing: true) { (handler: consuming Handler<Value>) in
-            handler.run(with: value, from: source, in: &queue)
+        withUnsafeMutablePointerToElements { words in
+            for index in Self.close(words).readyIndices {
+                Self.slot(index, of: words).move().run(with: value, from: source, in: &queue)
+            }
         }
     }
 
@@ -234,33 +257,31 @@ internal final class HandlerChunk<Value: Sendable>: ManagedBuffer<HandlerChunkHe
     /// is left to that registrant, which drops it. Called by the orphaning of the storage, once.
     @usableFromInline
     internal func closeAndDropReadyHandlers(to nodes: inout ReleaseStack) {
-        takeReadyHandlers(closing: true) { (handler: consuming Handler<Value>) in handler.drop(to: &nodes) }
+        withUnsafeMutablePointerToElements { words in
+            for index in Self.close(words).readyIndices {
+                Self.slot(index, of: words).move().drop(to: &nodes)
+            }
+        }
     }
 
     /// Drops every handler of an unfilled chunk, moving the nodes that links continue into
     /// `nodes` as lost: what the last owner of an unfilled storage does, when no registrant is left.
     @usableFromInline
     internal func dropHandlers(to nodes: inout ReleaseStack) {
-        takeReadyHandlers(closing: false) { (handler: consuming Handler<Value>) in handler.drop(to: &nodes) }
-    }
-
-    /// Moves each handler whose slot is ready out of it and hands it to `body`, in the order of
-    /// their slots; with `closing`, closes the chunk in the same atomic step (only one caller
-    /// ever closes a chunk, so adding the bit sets it).
-    @inlinable
-    internal func takeReadyHandlers(closing: Bool, _ body: (consuming Handler<Value>) -> Void) {
         withUnsafeMutablePointerToElements { words in
-            let word =
-                closing
-                ? words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing).oldValue
-                : words.pointee.load(ordering: .acquiring)
-            var ready = HandlerChunkState(rawValue: word).readySlots
-            while ready != 0 {
-                let index = ready.trailingZeroBitCount
-                ready &= ready &- 1
-                body(Self.slot(index, of: words).move())
+            for index in HandlerChunkState(rawValue: words.pointee.load(ordering: .acquiring)).readyIndices {
+                Self.slot(index, of: words).move().drop(to: &nodes)
             }
         }
+    }
+
+    /// Closes the chunk whose word `words` points to, and returns the word before.
+    ///
+    /// Only one caller ever closes a chunk (the fill, or the orphaning), so adding the bit sets it.
+    @inlinable
+    internal static func close(_ words: UnsafeMutablePointer<Atomic<UInt>>) -> HandlerChunkState {
+        HandlerChunkState(
+            rawValue: words.pointee.wrappingAdd(HandlerChunkState.closedBit, ordering: .acquiringAndReleasing).oldValue)
     }
 
     /// Takes back the handler of slot 0 of a chunk that was never pushed.
