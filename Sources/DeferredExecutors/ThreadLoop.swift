@@ -225,7 +225,7 @@ private final class PendingBody: StackNode {
 
 /// The delayed bodies of a ``ThreadExecutor``, by deadline, then submission.
 private struct DelayedBodies: Sendable {
-    private var queue = TimerHeap<ContinuousClock.Instant, @Sendable () -> Void>()
+    private var queue = TimerHeap<ContinuousClock.Instant, TimedBody>()
     private var isClosed = false
 
     /// Adds `body` unless the executor shut down.
@@ -233,13 +233,13 @@ private struct DelayedBodies: Sendable {
         guard !isClosed else {
             return false
         }
-        queue.insert(body, at: deadline)
+        queue.insert(TimedBody(body), at: deadline)
         return true
     }
 
     /// Takes the first body if it is due by `end`.
     mutating func popFirst(dueBy end: ContinuousClock.Instant) -> (@Sendable () -> Void)? {
-        queue.popFirst(dueBy: end)?.element
+        queue.popFirst(dueBy: end)?.element.run
     }
 
     /// Refuses new bodies and hands back the waiting ones not due by `now`, for the caller to
@@ -247,7 +247,7 @@ private struct DelayedBodies: Sendable {
     /// already due stay, to run before the thread ends.
     mutating func close(keepingDueBy now: ContinuousClock.Instant) -> [@Sendable () -> Void] {
         isClosed = true
-        var due: [(deadline: ContinuousClock.Instant, element: @Sendable () -> Void)] = []
+        var due: [(deadline: ContinuousClock.Instant, element: TimedBody)] = []
         while let first = queue.popFirst(dueBy: now) {
             due.append(first)
         }
@@ -255,6 +255,6 @@ private struct DelayedBodies: Sendable {
         for (deadline, body) in due {
             queue.insert(body, at: deadline)
         }
-        return notDue
+        return notDue.map(\.run)
     }
 }

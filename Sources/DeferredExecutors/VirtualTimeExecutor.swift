@@ -209,7 +209,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
 }
 
 /// The bodies waiting on a ``VirtualTimeExecutor``'s clock, by due time, then submission.
-private typealias VirtualBodies = TimerHeap<Int, @Sendable () -> Void>
+private typealias VirtualBodies = TimerHeap<Int, TimedBody>
 
 /// A ``VirtualTimeExecutor``'s clock and pending bodies.
 private struct Timeline: Sendable {
@@ -227,7 +227,7 @@ private struct Timeline: Sendable {
 
     /// Schedules `body` at `due`, or now if that has passed.
     mutating func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) -> VirtualBodies.Ticket {
-        bodies.insert(body, at: max(due, now))
+        bodies.insert(TimedBody(body), at: max(due, now))
     }
 
     /// Takes the first body due by `end` and moves the clock to its due time; if none is due,
@@ -239,7 +239,7 @@ private struct Timeline: Sendable {
             return nil
         }
         now = max(now, due)
-        return body
+        return body.run
     }
 }
 

@@ -4,8 +4,9 @@
 ///
 /// The heap orders small plain entries (deadline, sequence, slot) and the elements wait in slots
 /// beside it, so sifting moves no reference and costs no reference counting. Inserting and taking
-/// are O(log n); cancelling by ticket is O(1): the entry stays in the heap, is skipped when it
-/// comes up, and its slot is reused only then, so a slot never holds two entries' elements.
+/// are O(log n); cancelling by ticket is O(1): the slot's sequence is cleared, the entry stays in
+/// the heap and is skipped when it comes up (an entry whose slot no longer holds its sequence),
+/// and the slot is reused only then, so a slot never holds two entries' elements.
 ///
 /// Not thread-safe: its owner keeps it behind a lock or on one queue.
 @usableFromInline
@@ -30,7 +31,7 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
         }
     }
 
-    /// An element and the sequence of the entry it belongs to; `nil` once taken or cancelled.
+    /// An element and the sequence of the entry it belongs to (``cancelled`` once cancelled).
     @usableFromInline
     internal struct Slot: Sendable {
         @usableFromInline var sequence: UInt64
@@ -47,6 +48,10 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
     @usableFromInline internal var slots: [Slot] = []
     @usableFromInline internal var freeSlots: [Int] = []
     @usableFromInline internal var nextSequence: UInt64 = 0
+
+    /// The sequence of a cancelled element's slot, which no entry has.
+    @inlinable
+    internal static var cancelled: UInt64 { .max }
 
     @usableFromInline internal var waiting = 0
 
@@ -78,7 +83,7 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
     /// Inserts `element` for `deadline`; returns its ticket, for ``cancel(_:)``.
     @inlinable
     @discardableResult
-    package mutating func insert(_ element: Element, at deadline: Deadline) -> Ticket {
+    package mutating func insert(_ element: consuming Element, at deadline: Deadline) -> Ticket {
         let sequence = nextSequence
         nextSequence &+= 1
         let slot: Int
@@ -138,12 +143,11 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
     /// caller to release outside its lock.
     @inlinable
     package mutating func cancel(_ ticket: Ticket) -> Element? {
-        guard ticket.slot < slots.count, slots[ticket.slot].sequence == ticket.sequence,
-            slots[ticket.slot].element != nil
-        else {
+        guard ticket.slot < slots.count, slots[ticket.slot].sequence == ticket.sequence else {
             return nil
         }
         // The entry stays in the heap, skipped when it comes up, which frees the slot.
+        slots[ticket.slot].sequence = Self.cancelled
         return take(ticket.slot, freeing: false)
     }
 
@@ -154,7 +158,7 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
         var kept: [Entry] = []
         kept.reserveCapacity(heap.count)
         for entry in heap {
-            guard let element = slots[entry.slot].element else {
+            guard slots[entry.slot].sequence == entry.sequence, let element = slots[entry.slot].element else {
                 freeSlots.append(entry.slot)  // Cancelled: its slot was waiting for this entry.
                 continue
             }
@@ -190,6 +194,7 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
     internal mutating func take(_ slot: Int, freeing: Bool) -> Element {
         let element = slots[slot].element.take().unsafelyUnwrapped
         if freeing {
+            slots[slot].sequence = Self.cancelled  // No ticket names a free slot.
             freeSlots.append(slot)
         }
         waiting -= 1
@@ -200,7 +205,7 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
     /// that waits.
     @inlinable
     internal mutating func dropCancelledFront() {
-        while let entry = heap.first, slots[entry.slot].element == nil {
+        while let entry = heap.first, slots[entry.slot].sequence != entry.sequence {
             _ = removeTop()
             freeSlots.append(entry.slot)
         }
@@ -251,5 +256,22 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
             parent = next
         }
         heap[parent] = moving
+    }
+}
+
+/// A body as a ``TimerHeap``'s element.
+///
+/// The closure sits inside a struct so that the heap stores it as it is: stored directly as a
+/// generic element, a closure would be wrapped in a thunk on the way in and another on the way
+/// out, two allocations a body.
+@frozen
+package struct TimedBody: Sendable {
+    /// The work.
+    package let run: @Sendable () -> Void
+
+    /// Wraps `run`.
+    @inlinable
+    package init(_ run: @escaping @Sendable () -> Void) {
+        self.run = run
     }
 }
