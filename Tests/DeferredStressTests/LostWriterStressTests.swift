@@ -691,7 +691,7 @@ final class Once<Value: Sendable>: Sendable {
 
     // MARK: 3. Deep chains
 
-    @Test(arguments: DerivedKind.allCases)
+    @Test(.skippedUnderThreadSanitizer, arguments: DerivedKind.allCases)
     func aWriterLostUnderADeepChain(_ kind: DerivedKind) async {
         let depth = TestSize.attack.depth
         let result = await onDeepStack("abandoned under a \(kind) chain", size: .attack) {
