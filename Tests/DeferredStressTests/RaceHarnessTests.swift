@@ -58,6 +58,7 @@ extension StressSuites {
                     rounds: 100,
                     expected: ["ran", "never happens"],
                     requireEvery: true,
+                    maximumRounds: 2_000,
                     setup: { () },
                     left: { _ in },
                     right: { _ in },

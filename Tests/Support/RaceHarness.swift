@@ -60,13 +60,16 @@ public enum RaceHarness {
         rounds: Int = TestSize.current.raceRounds,
         expected: Set<String>,
         requireEvery: Bool = TestSize.requiresEveryInterleaving,
+        maximumRounds: Int? = nil,
         setup: () -> Fixture,
         left: @escaping @Sendable (Fixture) -> Void,
         right: @escaping @Sendable (Fixture) -> Void,
         classify: (Fixture) -> String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
+        var search = InterleavingSearch(
+            expected: expected, minimumRounds: rounds,
+            maximumRounds: maximumRounds ?? Self.maximumRounds(rounds, requireEvery: requireEvery))
         let started = ContinuousClock.now
         while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > TestSize.raceTimeBudget) {
             let fixtures = (0..<size).map { _ in setup() }
@@ -92,7 +95,9 @@ public enum RaceHarness {
         sourceLocation: SourceLocation = #_sourceLocation,
         batch: (Int) async -> [String: Int]
     ) async {
-        var search = InterleavingSearch(expected: expected, minimumRounds: rounds, maximumRounds: rounds * 20)
+        var search = InterleavingSearch(
+            expected: expected, minimumRounds: rounds,
+            maximumRounds: Self.maximumRounds(rounds, requireEvery: requireEvery))
         let started = ContinuousClock.now
         while let size = search.nextBatch(timeIsUp: ContinuousClock.now - started > TestSize.raceTimeBudget) {
             search.record(await batch(size))
@@ -120,6 +125,14 @@ public enum RaceHarness {
                         + "not a failure here (DEFERRED_STRESS_STRICT=1 makes it one, as in CI's release stage)")
             }
         }
+    }
+
+    /// The most rounds a race runs while an interleaving is missing (unless the caller says):
+    /// 20 times its rounds, and where every interleaving is required at least 20 times the full
+    /// size's (a race sized down, as the attack suites are, still searches as long as it would at
+    /// full size; the time budget may stop it first).
+    private static func maximumRounds(_ rounds: Int, requireEvery: Bool) -> Int {
+        requireEvery ? max(rounds, TestSize(.full).raceRounds) * 20 : rounds * 20
     }
 
     /// Busy-waits for `iterations` steps of a nanosecond or so.
