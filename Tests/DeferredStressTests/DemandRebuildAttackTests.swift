@@ -852,7 +852,7 @@ extension StressSuites {
         /// compaction stay (see LeavingConsumerTests).
         @Test(.timeLimit(.minutes(2)))
         func manyCancelledStagesOfALongPendingSourceAreReleasedWithIt() {
-            let count = 100_000
+            let count = TestSize.sanitized(100_000)
             let work = DRWork()
             let keeper = work.attempt.map(upon: .immediate) { $0 }
             let live = LiveCount()

@@ -482,7 +482,8 @@ import Testing
             }
         }
         var outcomes: [String: Int] = [:]
-        for batch in 0..<8 {
+        // Batches of 500 rounds: 4,000 rounds at the quick size, 1,000 under a sanitizer.
+        for batch in 0..<(TestSize.attack.raceRounds / 250) {
             do {
                 let rounds = (0..<500).map { Round(width: width, cancelJoin: ($0 + batch).isMultiple(of: 2)) }
                 RaceHarness.run(

@@ -233,7 +233,7 @@ extension StressSuites {
         func keptForAMicrosecondOnRealTime() {
             let shared = SharedFutures<Int, Int>(keepingValuesFor: .microseconds(1), upon: DispatchQueue.global())
             var counts: [String: Int] = [:]
-            for round in 0..<2_000 {
+            for round in 0..<TestSize.sanitized(2_000) {
                 let value = shared.future(for: 0) { _ in Future(upon: .global()) { round } }.value(within: 10)
                 let next = shared.future(for: 0) { _ in Future(filledWith: -1) }.value(within: 10)
                 switch next {
@@ -260,7 +260,7 @@ extension StressSuites {
             let asks = Counter()
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
                 var random = SplitMix(seed: UInt64(thread + 1))
-                for _ in 0..<2_000 {
+                for _ in 0..<TestSize.sanitized(2_000) {
                     let key = Int(random.next() % 8)
                     let now = random.next() % 2 == 0
                     func ask() -> Future<Int> {
@@ -389,7 +389,8 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(2)))
         func joinersDuringStartOfAFilledWorkNeverRejoinIt() {
             var violations: [String] = []
-            for round in 0..<300 {
+            let rounds = TestSize.sanitized(300)
+            for round in 0..<rounds {
                 let shared = SharedFutures<Int, Int>()
                 let inStart = DispatchSemaphore(value: 0)
                 let joined = DispatchSemaphore(value: 0)
@@ -421,7 +422,7 @@ extension StressSuites {
                 finished.wait()
                 withExtendedLifetime(padding) {}
             }
-            #expect(violations.isEmpty, "\(violations.count) of 300: \(violations.prefix(3))")
+            #expect(violations.isEmpty, "\(violations.count) of \(rounds): \(violations.prefix(3))")
         }
 
         /// The same for `SharedAttempts`, whose documentation claims "a finished run is forgotten,
@@ -429,7 +430,7 @@ extension StressSuites {
         @Test(.timeLimit(.minutes(2)))
         func sharedAttemptsJoinersDuringStartOfAFinishedWorkNeverRejoinIt() {
             var violations: [String] = []
-            let rounds = 300
+            let rounds = TestSize.sanitized(300)
             for round in 0..<rounds {
                 let shared = SharedAttempts<Int, Int, TestError>()
                 let inStart = DispatchSemaphore(value: 0)
