@@ -169,8 +169,7 @@ import Testing
     }
 
     /// A short limit fires on time while the heap holds 100,000 withdrawn limits (25,000 under a
-    /// sanitizer), and while
-    /// another thread keeps adding and beating limits.
+    /// sanitizer), and while another thread keeps adding and beating limits.
     @Test func aLimitFiresOnTimeWhileTheHeapIsFullOfWithdrawnLimits() {
         let queue = DispatchQueue.global()
         // A quarter under a sanitizer: still far more than the 1,024 at which the heap compacts.

@@ -101,7 +101,14 @@ func targetsTable(_ all: [ScenarioResults]) -> String {
                 : "\(format(figure)) \(format(figure) == "1" && name.hasSuffix("s") ? String(name.dropLast()) : name)"
         }
         let met = limits.allSatisfy { $0.figure <= $0.limit + 1e-9 }
-        lines.append("| \(target.text) | \(figures.joined(separator: ", ")) | \(met ? "yes" : "**no**") |")
+        // A load-dependent ratio: the median run's, and the range over the runs.
+        let range =
+            loadDependentScenarios.contains(target.scenario)
+            ? results.ratioRange(to: .naive).map {
+                "; × naive per run: \(format($0.lowerBound)) to \(format($0.upperBound))"
+            } ?? "" : ""
+        lines.append(
+            "| \(target.text) | \(figures.joined(separator: ", "))\(range) | \(met ? "yes" : "**no**") |")
     }
     return lines.joined(separator: "\n")
 }

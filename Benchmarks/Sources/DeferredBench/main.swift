@@ -24,13 +24,15 @@ let usage = """
 
     deferred-bench gateway [...] runs the service gateway instead, each implementation in a
     process of its own; deferred-bench gateway --help lists its options.
+    deferred-bench limits [...] measures how late time limits run, next to asyncAfter;
+    deferred-bench limits --help lists its options.
     deferred-bench --probe ID IMPLEMENTATION N runs one scenario alone for callgrind-counts.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 let wantsHelp = arguments.contains("--help") || arguments.contains("-h")
-// `gateway --help` is the gateway's own help, below; any other `--help` is this one.
-if wantsHelp && arguments.first != "gateway" {
+// `gateway --help` and `limits --help` are their own, below; any other `--help` is this one.
+if wantsHelp && arguments.first != "gateway" && arguments.first != "limits" {
     print(usage)
     exit(0)
 }
@@ -62,6 +64,31 @@ if arguments.first == "gateway" {
         }
     }
     exit(results.allSatisfy { $0.rows.allSatisfy { !$0.measurements.isEmpty } } ? 0 : 1)
+}
+if arguments.first == "limits" {
+    if wantsHelp {
+        print(limitsUsage)
+        exit(0)
+    }
+    let limitsStarted = ContinuousClock.now
+    let limitsLoad = RunContext.load()
+    let (rows, samples) = limitsMain(Array(arguments.dropFirst()))
+    if arguments.contains("--update-docs") {
+        guard !arguments.contains("--quick") else {
+            print("deferred-bench: limits --update-docs needs a full run (no --quick)")
+            exit(2)
+        }
+        let context = RunContext.describe(
+            loadBefore: limitsLoad, runs: 1, minutes: (ContinuousClock.now - limitsStarted).seconds / 60)
+        do {
+            try updateDocs(limitsRegions(rows, samples: samples, context: context))
+            print("Updated the table of limits of \(performanceGuide).")
+        } catch {
+            print("deferred-bench: cannot update the docs: \(error)")
+            exit(1)
+        }
+    }
+    exit(0)
 }
 if let index = arguments.firstIndex(of: "--probe") {
     let rest = arguments[(index + 1)...]

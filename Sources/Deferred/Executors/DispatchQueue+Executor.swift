@@ -22,10 +22,9 @@ extension DispatchQueue: SchedulingExecutor {
     ///
     /// The delays of every queue wait in one heap, served by a single Dispatch timer, rather than a
     /// timer source each as `asyncAfter` makes: scheduling costs one small allocation and, unless
-    /// the new deadline is the earliest, no system call. As with `asyncAfter`'s leeway, a body may
-    /// run a little after its deadline, so that deadlines close together share one wake-up: by
-    /// at most a tenth of `delay`, and at most a millisecond. Bodies due at once reach their
-    /// queues in deadline order.
+    /// the new deadline is the earliest, no system call. The body runs as soon after its deadline
+    /// as a wake-up can, as with `asyncAfter`: the timer is armed for the earliest deadline
+    /// exactly, and a wake-up hands over every body due by then, in deadline order.
     ///
     /// - Parameters:
     ///   - delay: How long to wait first, measured on the uptime clock; zero or negative runs

@@ -12,10 +12,12 @@ public import Synchronization
 /// its deadline comes, without a hop to its queue.
 ///
 /// What the heap guarantees, as `asyncAfter` does: a body runs once, on its queue, no sooner than
-/// its deadline on the uptime clock. Bodies whose deadlines have passed are handed to their
-/// queues in deadline order, and in scheduling order for equal deadlines. The timer is armed a
-/// little late on purpose, so that deadlines close together are served by one wake-up: by a
-/// tenth of the delay, and never more than ``maximumSlack``, like Dispatch's own leeway.
+/// its deadline on the uptime clock, and as soon after it as a wake-up can: the timer is armed
+/// for the earliest deadline exactly, without leeway, because a time limit's lateness is latency
+/// its caller sees (the Performance guide measures it against `asyncAfter`, "Limits on time").
+/// Deadlines coalesce only where nobody can tell: a wake-up hands over every body that is due by
+/// then. Bodies whose deadlines have passed are handed to their queues in deadline order, and in
+/// scheduling order for equal deadlines.
 ///
 /// The design is a pure hand-over: the pending stack (``ClosableStack``) takes new timers from
 /// any thread; only the service queue moves them into the heap, runs the ones that are due and
@@ -32,17 +34,16 @@ internal final class DispatchTimers: @unchecked Sendable {
     @usableFromInline
     internal static let shared = DispatchTimers()
 
-    /// The most a body's run is put off to share a wake-up with later deadlines.
-    @usableFromInline
-    internal static let maximumSlack: UInt64 = 1_000_000
-
     /// Timers scheduled since the service last took them.
     private let pending = ClosableStack<DispatchTimer>()
 
     /// When the Dispatch timer fires, in uptime nanoseconds; `UInt64.max` while it is not armed.
     private let armed = Atomic<UInt64>(.max)
 
-    private let service = DispatchQueue(label: "Deferred.DispatchTimers")
+    /// Where the heap is served: at the highest quality of service, so that a wake-up, which only
+    /// hands bodies over to their own queues, is not left waiting behind other work (with both
+    /// cores busy, a default one made one limit in ten a few hundred microseconds late).
+    private let service = DispatchQueue(label: "Deferred.DispatchTimers", qos: .userInteractive)
     private let wakeUp: any DispatchSourceTimer
 
     /// Timers scheduled so far, to serve the heap every ``servingInterval`` of them.
@@ -82,7 +83,7 @@ internal final class DispatchTimers: @unchecked Sendable {
         // read before its own earlier write is seen (ARM's store buffers) could let each side
         // miss the other, leaving the timer unarmed for it.
         atomicMemoryFence(ordering: .sequentiallyConsistent)
-        arm(at: timer.fireTime)
+        arm(at: timer.deadline)
         if scheduled.wrappingAdd(1, ordering: .relaxed).newValue & (Self.servingInterval - 1) == 0 {
             // Withdrawn timers would otherwise wait for their deadlines: with long limits that
             // all finish early, memory would grow with the rate of requests.
@@ -126,31 +127,37 @@ internal final class DispatchTimers: @unchecked Sendable {
     /// The service queue's work: takes the new timers, hands every due body to its queue, drops
     /// withdrawn timers once they are half the heap, and arms the timer for the next deadline.
     private func serve() {
-        // Reset first: a timer pushed after the stack is taken below lowers `armed` itself.
-        _ = armed.exchange(.max, ordering: .acquiringAndReleasing)
-        atomicMemoryFence(ordering: .sequentiallyConsistent)  // See `schedule(_:)`.
-        var arrived = pending.takeAll().reversed()
-        while let timer = arrived.popFirst() {
-            guard !timer.isWithdrawn else {
-                dropped += 1
-                continue
+        repeat {
+            // Reset first: a timer pushed after the stack is taken below lowers `armed` itself.
+            _ = armed.exchange(.max, ordering: .acquiringAndReleasing)
+            atomicMemoryFence(ordering: .sequentiallyConsistent)  // See `schedule(_:)`.
+            // The clock is read before the stack is taken: a timer not taken was scheduled after
+            // `now`, so no body handed over below is due later than one still on the stack.
+            let now = DispatchTime.now().uptimeNanoseconds
+            var arrived = pending.takeAll().reversed()
+            while let timer = arrived.popFirst() {
+                guard !timer.isWithdrawn else {
+                    dropped += 1
+                    continue
+                }
+                heap.insert(timer, at: timer.deadline)
             }
-            heap.insert(timer, at: timer.deadline)
-        }
-        let now = DispatchTime.now().uptimeNanoseconds
-        while let (deadline, timer) = heap.first, deadline <= now || timer.isWithdrawn {
-            _ = heap.removeFirst()
-            if timer.claim() {
-                timer.queue.async(execute: timer.work())
-            } else {
-                dropped += 1
+            while let (deadline, timer) = heap.first, deadline <= now || timer.isWithdrawn {
+                _ = heap.removeFirst()
+                if timer.claim() {
+                    timer.queue.async(execute: timer.work())
+                } else {
+                    dropped += 1
+                }
             }
-        }
+            // Handing bodies over takes time: bodies that came due meanwhile are served by another
+            // round, which first takes the timers scheduled meanwhile, so that they keep their order.
+        } while heap.first.map({ $0.deadline <= DispatchTime.now().uptimeNanoseconds }) == true
         if heap.count >= 1_024, (withdrawals.load(ordering: .relaxed) - dropped) * 2 > heap.count {
             dropped += heap.removeAll { $0.isWithdrawn }
         }
-        if let (_, first) = heap.first {
-            arm(at: first.fireTime)
+        if let (deadline, _) = heap.first {
+            arm(at: deadline)
         }
     }
 }
@@ -169,9 +176,6 @@ internal class DispatchTimer: StackNode, @unchecked Sendable {
     /// When the work is due, in uptime nanoseconds.
     @usableFromInline
     internal let deadline: UInt64
-    /// When to fire for it: a little later, so that nearby deadlines share a wake-up.
-    @usableFromInline
-    internal let fireTime: UInt64
     /// Where the work runs.
     @usableFromInline
     internal let queue: DispatchQueue
@@ -186,9 +190,6 @@ internal class DispatchTimer: StackNode, @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
         self.deadline = overflow ? .max - 1 : deadline
-        let slack = min(UInt64(nanoseconds) / 10, DispatchTimers.maximumSlack)
-        let (fireTime, late) = self.deadline.addingReportingOverflow(slack)
-        self.fireTime = late ? .max - 1 : fireTime
         self.queue = queue
         claimed = Atomic(false)
     }

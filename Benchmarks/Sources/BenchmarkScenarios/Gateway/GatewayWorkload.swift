@@ -42,6 +42,23 @@ public struct GatewayWorkload: Sendable {
     /// The time limit in nanoseconds.
     public var timeoutNanoseconds: Int { timeout.clampedNanosecondsForGateway }
 
+    /// The share of requests, from 0 to 1, that time out with exact timers.
+    ///
+    /// Those are the requests with a backend whose latency is longer than the limit. An implementation whose rate is far from it does
+    /// other work than the rest (a limit that fires late lets more requests complete).
+    public var exactTimeoutRate: Double {
+        guard requests > 0 else {
+            return .nan
+        }
+        var timeouts = 0
+        for request in 0..<requests
+        where (0..<backends).contains(where: { latencyNanoseconds(request: request, backend: $0) > timeoutNanoseconds })
+        {
+            timeouts += 1
+        }
+        return Double(timeouts) / Double(requests)
+    }
+
     /// How many backend replies come after their request's time limit: the work a gateway that
     /// cannot cancel does for nothing (for requests that time out).
     public var lateReplies: Int {
