@@ -46,7 +46,6 @@ private final class LatenessLog: Sendable {
 struct LatenessSample {
     var median: Double
     var p90: Double
-    var earliest: Double
 
     init(_ nanoseconds: [Int]) {
         let sorted = nanoseconds.sorted()
@@ -55,7 +54,6 @@ struct LatenessSample {
         }
         median = at(0.5)
         p90 = at(0.9)
-        earliest = sorted.first.map { Double($0) / 1_000 } ?? .nan
     }
 }
 
