@@ -16,6 +16,9 @@ import Testing
 /// "Early" means a start before the lower bound; "out of order" on a serial queue means a body
 /// started after one whose lower bound is later than its own upper bound (it was scheduled,
 /// and due, before the other was due, so any pass handing the other over had both due).
+///
+/// The counts below are the full size, CI's release stage; the quick run takes a third of each,
+/// and a sanitizer a quarter of that (``TestSize/attackLoop(_:)``).
 @Suite(.serialized) struct DispatchTimersExactArmAttackTests {
     // MARK: Helpers
 
@@ -166,7 +169,7 @@ import Testing
     /// after it (deadline order); a pass that re-read the clock without taking the new timers
     /// first handed them over while the new body waited on the pending stack.
     @Test func aBodyDueDuringALongHandOverIsNotOvertakenByLaterDeadlines() {
-        let burst = TestSize.sanitized(40_000)
+        let burst = TestSize.attackLoop(40_000)
         var worst = 0
         for round in 0..<3 {
             let queues = Self.serialQueues(2, "burst.\(round)")
@@ -206,7 +209,7 @@ import Testing
     /// not wait for the whole stream.
     @Test func aStreamThatOverloadsTheServiceDoesNotHoldBackAnEarlierDeadline() {
         let queues = Self.serialQueues(1, "stream")
-        let count = TestSize.sanitized(100_000)
+        let count = TestSize.attackLoop(100_000)
         let started = Atomic<Bool>(false)
         let target = Self.now() + 500_000_000
         var entries: [Entry] = []
@@ -245,7 +248,7 @@ import Testing
     /// never expires; one that expires does so on its queue, not early.
     @Test func aStormOfCloseDeadlinesWhileLimitsAreBeatenAtRandom() {
         let queues = Self.serialQueues(3, "storm")
-        let perThread = TestSize.sanitized(6_000)
+        let perThread = TestSize.attackLoop(6_000)
         final class Limit: Sendable {
             let writer = HeldWriter<Int, TestError>()
             let limited: NSLocked<Attempt<Int, TestError>?> = NSLocked(nil)
@@ -377,7 +380,7 @@ import Testing
     @Test(arguments: ["ever earlier", "one instant", "one delay", "random within 2 µs"])
     func nearEqualDeadlinesStartInDeadlineOrder(shape: String) {
         let queues = Self.serialQueues(3, "order")
-        let count = TestSize.sanitized(30_000)
+        let count = TestSize.attackLoop(30_000)
         var random = SplitMix(seed: .random(in: 1...UInt64.max))
         let target = Self.now() + 300_000_000
         var entries: [Entry] = []
@@ -416,7 +419,7 @@ import Testing
     /// in the heap: each runs once, on its queue, never early, and in deadline order.
     @Test func bodiesScheduledFromInsideBodiesRunOnceOnTimeAndInOrder() {
         let queues = Self.serialQueues(2, "nested")
-        let links = TestSize.sanitized(1_500)
+        let links = TestSize.attackLoop(1_500)
         let all = NSLocked<[Entry]>([])
         let done = Atomic<Int>(0)
         let farEntries = (0..<200).map { index in
@@ -459,7 +462,7 @@ import Testing
     /// limit is withdrawn (none fires: the queue stays quiet afterwards).
     @Test func aDeepChainOfDelaysAndLimitsDeliversOnceAfterEveryDelay() {
         let queue = DispatchQueue(label: "exact.chain")
-        let depth = TestSize.sanitized(2_000)
+        let depth = TestSize.attackLoop(2_000)
         var random = SplitMix(seed: .random(in: 1...UInt64.max))
         let writer = HeldWriter<Int, TestError>()
         var tail = writer.attempt
@@ -499,7 +502,7 @@ import Testing
         var random = SplitMix(seed: .random(in: 1...UInt64.max))
         var misdecided = 0
         var early = 0
-        for round in 0..<TestSize.sanitized(40) {
+        for round in 0..<TestSize.attackLoop(40) {
             let writer = HeldWriter<Int, TestError>()
             var tail = writer.attempt
             var bounds: [(lower: UInt64, upper: UInt64)] = []
@@ -532,7 +535,7 @@ import Testing
     /// each retry starts no sooner than its backoff after the failure, exactly 6 starts each.
     @Test func manyShortBackoffsWaitTheirDelayAndStartOnce() {
         let queue = DispatchQueue(label: "exact.retry")
-        let count = TestSize.sanitized(300)
+        let count = TestSize.attackLoop(300)
         final class Run: Sendable {
             let starts = Atomic<Int>(0)
             let failedAt = Atomic<UInt64>(0)
@@ -574,7 +577,7 @@ import Testing
     /// scheduling start extra passes (every 4,096): none is lost.
     @Test func aBodyPushedWhileAPassRunsIsNeverLost() {
         let queues = Self.serialQueues(2, "lost")
-        let rounds = TestSize.sanitized(200)
+        let rounds = TestSize.attackLoop(200)
         var random = SplitMix(seed: .random(in: 1...UInt64.max))
         var lost = 0
         var worstWait: UInt64 = 0
@@ -646,7 +649,7 @@ import Testing
         Self.onThreads(2) { thread in
             var random = SplitMix(seed: .random(in: 1...UInt64.max))
             var mine: [Entry] = []
-            for step in 0..<TestSize.sanitized(4_000) {
+            for step in 0..<TestSize.attackLoop(4_000) {
                 if step % 500 == 0 {
                     for delay in hugeDelays {
                         queues[thread].queue.submit(after: delay) { fired.wrappingAdd(1, ordering: .relaxed) }

@@ -27,6 +27,9 @@ public struct TestSize: Sendable {
         case full
     }
 
+    /// Which set of sizes these are.
+    public let profile: Profile
+
     /// Levels of each stack-safety chain, fan-out and view chain.
     public let depth: Int
 
@@ -90,8 +93,17 @@ public struct TestSize: Sendable {
         underSanitizer ? max(1, count / 4) : count
     }
 
+    /// `count` rounds of a loop that an attack suite sizes itself, `count` being its full size: a
+    /// third of it at the quick size (the attacks' loops shape a race, and a third still shows
+    /// every interleaving the release stage's full size counts), then a quarter of that under a
+    /// sanitizer, as for the profile's rounds.
+    public static func attackLoop(_ count: Int) -> Int {
+        sanitized(current.profile == .full ? count : max(1, count / 3))
+    }
+
     /// The sizes of `profile`; `sanitized`, with a quarter of its races' rounds and graphs.
     public init(_ profile: Profile, sanitized: Bool = false) {
+        self.profile = profile
         switch profile {
         case .quick:
             depth = 20_000

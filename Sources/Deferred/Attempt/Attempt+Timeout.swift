@@ -11,8 +11,9 @@ extension Attempt {
     ///
     /// Unlike the plain future's timeout, which substitutes a value, this one stops the work: when
     /// the limit passes, this attempt is cancelled (unless something else needs it) before the
-    /// callbacks already added to the new attempt run, so one that learns of the timeout finds
-    /// the work stopped; so do the callbacks of every attempt derived from the new one (a
+    /// timeout is visible, so whoever learns of it (a callback, a reader, a task) finds this
+    /// attempt cancelled or finished; its producer's cancel handlers run before the callbacks
+    /// already added to the new attempt, and before those of every attempt derived from it (a
     /// `map`, a `delay`, a join that still waits), which no longer hold the work.
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early; one whose source lets go of it (its writer was lost)
@@ -198,19 +199,40 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
 
     /// Decides this attempt with the failure, as the limit passes, unless it is decided.
     ///
-    /// The attempt's callbacks run once the source it gave up on is cancelled (unless something
-    /// else needs it): a caller told of the timeout finds the work stopped, not still running
-    /// for a moment, which a service that starts its next request from the callback would pay.
+    /// Whoever learns of the timeout (a callback, a reader, a callback added later) finds the
+    /// work it gave up on stopped or finished (unless something else needs it), not still running
+    /// for a moment, which a service that starts its next request from the callback would pay;
+    /// and a producer whose late result lost to the stop finds the timeout decided. So the limit
+    /// claims this attempt's decision, lets go of its source, claiming the source's stop if that
+    /// stops it (see ``AttemptNode/releaseUnitClaimingStop(givingBack:to:)``), publishes the
+    /// timeout, and only then finishes the stop: runs the producer's cancel handlers and lets go
+    /// of the work above. Nobody's code runs between a claim and its publication. This
+    /// attempt's callbacks run last.
     @inlinable
     internal func expire() {
-        if let failure = pending.takeAndTag().object {
-            let error = unsafeDowncast(failure, to: ValueBox<Failure>.self).value
-            var queue = DrainQueue()
-            queue.parkingCompletions { queue in
-                _ = decide(.failure(error), cancelled: false, in: &queue)
-            }
-            releaseKeptForLimit()
+        guard let failure = pending.takeAndTag().object else {
+            return
         }
+        guard claimFillAcquiring() else {
+            releaseKeptForLimit()  // Decided otherwise meanwhile.
+            return
+        }
+        let error = unsafeDowncast(failure, to: ValueBox<Failure>.self).value
+        var nodes = ReleaseStack()
+        var stop = StopClaim.none
+        var source: AttemptNode<Success, Failure>?
+        if let held = takeHeld(as: .settle).held {
+            source = AttemptNode<Success, Failure>.source(held)
+            stop = source.unsafelyUnwrapped.releaseUnitClaimingStop(givingBack: false, to: &nodes)
+            nodes.push(held)
+        }
+        var queue = DrainQueue()
+        queue.parkingCompletions { queue in
+            publishDecision(.failure(error), cancelled: false, in: &queue)
+            source?.finish(stop, to: &nodes)
+            nodes.releaseAll()
+        }
+        releaseKeptForLimit()
     }
 
     /// Its source was orphaned while something else holds this node: unless its limit is lost

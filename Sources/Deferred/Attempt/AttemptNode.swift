@@ -140,10 +140,19 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         guard claimFillAcquiring() else {
             return false
         }
+        publishDecision(result, cancelled: cancelled, in: &queue)
+        return true
+    }
+
+    /// Publishes the decision of an attempt whose fill the caller claimed, and ends its demand
+    /// (see ``decide(_:cancelled:in:)``).
+    @inlinable
+    internal final func publishDecision(_ result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue)
+    {
         if cancellation.hasNoCancellationError() {
             guard updateDemand({ $0.settling(cancelled: cancelled) }) else {
                 publish(result, in: &queue)
-                return true
+                return
             }
         } else if cancelled {
             flags.bitwiseOr(DemandState.cancelled | DemandState.decidedCancelled, ordering: .releasing)
@@ -153,7 +162,6 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         if cancelled {
             dropPendingWork()
         }
-        return true
     }
 
     /// Decides this attempt with its own result, in a drain of its own.

@@ -46,17 +46,33 @@ extension AttemptNode {
     /// left to count.
     @inlinable
     internal final func releaseOwnUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
+        finish(releaseUnitClaimingStop(givingBack: givingBack, to: &nodes), to: &nodes)
+    }
+
+    /// Releases a unit of this attempt's demand as ``releaseOwnUnit(givingBack:to:)`` does, up to
+    /// the claim of the stop it makes (see ``claimStop()``), which the caller finishes with
+    /// ``finish(_:to:)``.
+    ///
+    /// A time limit lets go of its source this way as it fires (see
+    /// ``TimeoutAttemptNode/expire()``): it claims its own decision, claims the stop of the work
+    /// it gave up on, publishes its decision, then finishes the stop, running nothing in between.
+    /// So whoever sees the timeout finds the work stopped (a reader of a claimed attempt waits
+    /// for its publication), and whoever loses to the stop (the producer's late `succeed`) finds
+    /// the timeout.
+    @inlinable
+    @inline(__always)
+    internal final func releaseUnitClaimingStop(givingBack: Bool, to nodes: inout ReleaseStack) -> StopClaim {
         guard !isDecided else {
-            return
+            return .none
         }
         let stops = updateDemand { state in
             givingBack ? state.givingBack() : state.releasing()
         }
-        if stops {
-            stop(to: &nodes)
-        } else {
+        guard stops else {
             consumerLeft(to: &nodes)
+            return .none
         }
+        return claimStop()
     }
 
     /// Records a handler that needs this attempt for good: from now on only `cancel()`, or a
@@ -73,29 +89,57 @@ extension AttemptNode {
     /// upstream, and stays pending.
     @usableFromInline
     internal final func stop(to nodes: inout ReleaseStack) {
-        guard let error = cancellationError else {
-            endDemand(.stop, to: &nodes)
-            return
+        finish(claimStop(), to: &nodes)
+    }
+
+    /// The part of a stop that runs no code of anyone's: claims the fill to decide this attempt
+    /// as cancelled, if its failure type has a cancellation error, and marks it so.
+    @inlinable
+    @inline(__always)
+    internal final func claimStop() -> StopClaim {
+        if cancellation.hasNoCancellationError() {
+            return .tellProducer
         }
-        if claimFillAcquiring() {
-            decideStopped(with: error, to: &nodes)
-        } else {
+        guard claimFillAcquiring() else {
             // Another party claimed the fill and is publishing: whatever this stop lets run next
             // (a time limit's callbacks, say) sees that result, as a losing `cancel()` would
             // (guarantee 12). No party runs code between its claim and its publication, so this
             // never waits for its own thread.
             awaitPublication()
+            return .none
+        }
+        flags.bitwiseOr(DemandState.stopMarks, ordering: .releasing)  // `decidingCancelled()`
+        return .claimed
+    }
+
+    /// Finishes a stop that ``claimStop()`` began: publishes the cancellation it claimed, or
+    /// tells the producer of an attempt that cannot fail by cancellation.
+    @inlinable
+    internal final func finish(_ stop: StopClaim, to nodes: inout ReleaseStack) {
+        switch stop {
+        case .none:
+            return
+        case .claimed:
+            publishStop(cancellationError.unsafelyUnwrapped, to: &nodes)
+        case .tellProducer:
+            endDemand(.stop, to: &nodes)
         }
     }
 
     /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`.
-    ///
-    /// Publishes the cancellation, then runs the producer's cancel handlers (which see it) and
-    /// lets go of what it holds upstream. The attempt's own handlers wait in `nodes` until
-    /// everything above has been stopped.
     @usableFromInline
     internal final func decideStopped(with error: Failure, to nodes: inout ReleaseStack) {
         flags.bitwiseOr(DemandState.stopMarks, ordering: .releasing)  // `decidingCancelled()`
+        publishStop(error, to: &nodes)
+    }
+
+    /// Publishes the cancellation of a stop whose claim marked this attempt cancelled.
+    ///
+    /// Then runs the producer's cancel handlers (which see it) and lets go of what it holds
+    /// upstream. The attempt's own handlers wait in `nodes` until everything above has been
+    /// stopped.
+    @usableFromInline
+    internal final func publishStop(_ error: Failure, to nodes: inout ReleaseStack) {
         publish(.failure(error), in: &nodes.completions)
         endDemand(.stop, to: &nodes)
         dropPendingWork()

@@ -78,6 +78,18 @@ internal enum DemandEnd {
     case stop
 }
 
+/// How far a stop got without running anyone's code (see ``AttemptNode/claimStop()``); its
+/// claimer finishes it with ``AttemptNode/finish(_:to:)``.
+@usableFromInline
+internal enum StopClaim {
+    /// Nothing is left to do: no stop, or another party decided the attempt first.
+    case none
+    /// The attempt's fill is claimed, and it is marked cancelled: publish the cancellation.
+    case claimed
+    /// The attempt cannot fail by cancellation: tell its producer to stop.
+    case tellProducer
+}
+
 /// The events. Each returns the next state (the one given, if nothing changes) and what the
 /// caller must do.
 extension DemandState {
