@@ -46,7 +46,10 @@ extension AttemptNode {
     /// left to count.
     @inlinable
     internal final func releaseOwnUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
-        finish(releaseUnitClaimingStop(givingBack: givingBack, to: &nodes), to: &nodes)
+        let stop = releaseUnitClaimingStop(givingBack: givingBack, to: &nodes)
+        if stop != .none {
+            finish(stop, to: &nodes)
+        }
     }
 
     /// Releases a unit of this attempt's demand as ``releaseOwnUnit(givingBack:to:)`` does, up to
@@ -94,8 +97,10 @@ extension AttemptNode {
 
     /// The part of a stop that runs no code of anyone's: claims the fill to decide this attempt
     /// as cancelled, if its failure type has a cancellation error, and marks it so.
-    @inlinable
-    @inline(__always)
+    ///
+    /// Out of line, as ``finish(_:to:)`` is: a release that stops nothing (the common case) then
+    /// looks up no metadata of the failure type.
+    @usableFromInline
     internal final func claimStop() -> StopClaim {
         if cancellation.hasNoCancellationError() {
             return .tellProducer
@@ -114,7 +119,7 @@ extension AttemptNode {
 
     /// Finishes a stop that ``claimStop()`` began: publishes the cancellation it claimed, or
     /// tells the producer of an attempt that cannot fail by cancellation.
-    @inlinable
+    @usableFromInline
     internal final func finish(_ stop: StopClaim, to nodes: inout ReleaseStack) {
         switch stop {
         case .none:
