@@ -102,6 +102,13 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         isDecided
     }
 
+    @usableFromInline
+    override internal final func awaitDecision() {
+        if isDecided {
+            awaitPublication()
+        }
+    }
+
     /// What a node does as its demand ends, besides letting go of what it holds (a retry stops
     /// its loop, a shared run reports its end); called once, by the caller that ended it.
     @usableFromInline
@@ -242,7 +249,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
 
     // MARK: Reading
 
-    /// Whether the attempt was cancelled; once this is `true`, the result is visible.
+    /// Whether the attempt was cancelled; once this is `true`, the result is visible, unless the
+    /// failure type has no cancellation error (then its producer was told to stop).
     ///
     /// A decision under way is awaited first: it may yet find the attempt stopped and decide
     /// it as cancelled, and a reader told of that (a time limit's callback that stopped the
@@ -252,6 +260,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         if isDecided && !isFilled {
             awaitPublication()
         }
-        return isCancelledFlag
+        // Without a cancellation error, a stop cannot decide the attempt: it is cancelled once
+        // its producer was told to stop, also because nobody needs it any more.
+        return isCancelledFlag || (cancellation.hasNoCancellationError() && isStopped)
     }
 }

@@ -62,6 +62,11 @@ internal class ChainNode: @unchecked Sendable {
         false
     }
 
+    /// Returns once a decision that ``hasDecided`` reports is published, if one is; its decider
+    /// runs nothing between its claim and its publication, so this waits for no code of anyone's.
+    @usableFromInline
+    internal func awaitDecision() {}
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline

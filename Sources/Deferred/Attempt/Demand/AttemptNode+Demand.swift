@@ -168,8 +168,14 @@ extension AttemptNode {
     @usableFromInline
     internal final func endDemand(_ end: DemandEnd, to nodes: inout ReleaseStack) {
         let (held, byDropping) = takeHeld(as: end)
-        if let held, !byDropping {
-            nodes.pushUnit(held)
+        if let held {
+            if !byDropping {
+                nodes.pushUnit(held)
+            } else if end == .stop {
+                // Its decider may still be publishing: whatever this stop lets run next (a time
+                // limit's timeout) sees that result, as a release of a unit would.
+                held.awaitDecision()
+            }
         }
         demandEnded(end)
     }
