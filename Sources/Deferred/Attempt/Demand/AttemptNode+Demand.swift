@@ -66,6 +66,11 @@ extension AttemptNode {
     @inline(__always)
     internal final func releaseUnitClaimingStop(givingBack: Bool, to nodes: inout ReleaseStack) -> StopClaim {
         guard !isDecided else {
+            if !isFilled {
+                // Its decider may still be publishing: whatever this release lets run next (a time
+                // limit's timeout) sees that result. Never this thread's claim (see `claimStop()`).
+                awaitPublication()
+            }
             return .none
         }
         let stops = updateDemand { state in
