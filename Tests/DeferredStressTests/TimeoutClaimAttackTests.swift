@@ -248,7 +248,9 @@ extension StressSuites.TimeoutClaimAttackTests {
                 }
             case .blockedWait:
                 if Bool.random() {
-                    seen = limited.wait(until: .now() + .nanoseconds(Int(until - DispatchTime.now().uptimeNanoseconds)))
+                    // Saturating: a slow round (under a sanitizer) may be past `until` already.
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    seen = limited.wait(until: .now() + .nanoseconds(Int(until > now ? until - now : 0)))
                 } else {
                     seen = limited.wait(until: .now() + 5)
                 }
