@@ -224,11 +224,6 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
         if let held = takeHeld(as: .settle).held {
             source = AttemptNode<Success, Failure>.source(held)
             stop = source.unsafelyUnwrapped.releaseUnitClaimingStop(givingBack: false, to: &nodes)
-            if stop == .none {
-                // Decided by another party, which may still be publishing: whoever sees the
-                // timeout sees that result. Never this thread's claim (see `claimStop()`).
-                held.awaitDecision()
-            }
             nodes.push(held)
         }
         var queue = DrainQueue()
