@@ -140,8 +140,12 @@ public enum RaceHarness {
     /// It shifts one side of a race against the other. Each step is an atomic load, which an
     /// optimized build cannot remove.
     public static func pause(_ iterations: Int) {
+        // The global is read once: in a debug build each read of a global goes through its lazy
+        // initializer, which under ThreadSanitizer is a pair of system calls (a lock and an
+        // unlock), so reading it at every step made pauses cost most of that stage's time.
+        let ticks = PauseTicks.shared
         for _ in 0..<iterations {
-            _ = pauseTicks.load(ordering: .relaxed)
+            _ = ticks.value.load(ordering: .relaxed)
         }
     }
 
@@ -155,7 +159,10 @@ public enum RaceHarness {
 }
 
 /// What ``RaceHarness/pause(_:)`` reads at each step.
-private let pauseTicks = Atomic<Int>(0)
+private final class PauseTicks: Sendable {
+    static let shared = PauseTicks()
+    let value = Atomic<Int>(0)
+}
 
 /// A reusable two-party spin gate: both threads leave round `n` once both have arrived.
 ///
