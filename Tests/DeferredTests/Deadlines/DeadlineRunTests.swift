@@ -1,0 +1,152 @@
+import Deferred
+import Testing
+
+/// Plain `async` code under a deadline: the caller gets the result in time, or the deadline
+/// failure at the deadline, never later and never earlier, even from an operation that ignores
+/// its cancellation; the operation reads the earliest deadline around it.
+@Suite struct DeadlineRunTests {
+    /// What an operation saw: its deadline, and whether its task was cancelled when it went on.
+    final class Seen: Sendable {
+        let deadline = Deferred<ContinuousClock.Instant?>()
+        let cancelled = Deferred<Bool>()
+    }
+
+    @Test func anOperationThatFinishesInTimeReturnsItsValueAndReadsItsDeadline() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let seen = Seen()
+        let value = try await Deadline.run(until: deadline) {
+            seen.deadline.fill(with: Deadline.current)
+            return 42
+        }
+        #expect(value == 42)
+        #expect(seen.deadline.peek() == .some(deadline))
+        #expect(Deadline.current == nil, "the deadline is the operation's, not the caller's")
+        #expect(Deadline.remaining == nil)
+    }
+
+    @Test func anOperationThatIgnoresItsCancellationIsLeftRunningAtTheDeadline() async throws {
+        let gate = Deferred<Void>()
+        let seen = Seen()
+        let deadline = ContinuousClock.now + .milliseconds(50)
+        await #expect(throws: DeadlineError.self) {
+            try await Deadline.run(until: deadline) {
+                await gate.value  // ignores cancellation
+                seen.cancelled.fill(with: Task.isCancelled)
+                return 1
+            }
+        }
+        #expect(ContinuousClock.now >= deadline, "returned before the deadline")
+        #expect(!seen.cancelled.isFilled, "it returned while the operation still ran")
+        gate.fill()
+        #expect(await seen.cancelled.value, "the operation's task was cancelled at the deadline")
+    }
+
+    @Test func anOperationThatHonoursCancellationIsStoppedAtTheDeadline() async throws {
+        let seen = Seen()
+        let deadline = ContinuousClock.now + .milliseconds(20)
+        await #expect(throws: DeadlineError.self) {
+            try await Deadline.run(until: deadline) {
+                do {
+                    try await Task.sleep(for: .seconds(60))
+                } catch {
+                    seen.cancelled.fill(with: error is CancellationError)
+                    throw error
+                }
+            }
+        }
+        #expect(ContinuousClock.now >= deadline)
+        #expect(await seen.cancelled.value, "its sleep ended with CancellationError")
+    }
+
+    @Test func aDeadlineThatHasPassedFailsAtOnceWithoutStartingTheOperation() async {
+        let started = Deferred<Void>()
+        await #expect(throws: DeadlineError.self) {
+            try await Deadline.run(until: .now - .milliseconds(1)) {
+                started.fill()
+            }
+        }
+        #expect(!started.isFilled)
+    }
+
+    @Test func theOperationsOwnErrorIsThrownAsItIs() async {
+        struct Refused: Error, Equatable {}
+        await #expect(throws: Refused()) {
+            try await Deadline.run(until: .now + .seconds(60)) { () async throws -> Int in
+                throw Refused()
+            }
+        }
+    }
+
+    /// Nested calls: the earliest deadline is the one the work reads and the one that fails it.
+    @Test func underAnEarlierDeadlineALaterOneChangesNothing() async throws {
+        let outer = ContinuousClock.now + .milliseconds(40)
+        let seen = Seen()
+        await #expect(throws: DeadlineError.self) {
+            try await Deadline.run(until: outer) {
+                try await Deadline.run(until: outer + .seconds(60)) {
+                    seen.deadline.fill(with: Deadline.current)
+                    try await Task.sleep(for: .seconds(60))
+                }
+            }
+        }
+        #expect(seen.deadline.peek() == .some(outer))
+        #expect(ContinuousClock.now >= outer)
+    }
+
+    @Test func anInnerEarlierDeadlineAppliesInsideOnly() async throws {
+        let outer = ContinuousClock.now + .seconds(60)
+        let inner = ContinuousClock.now + .milliseconds(20)
+        let seen = Seen()
+        let answer = try await Deadline.run(until: outer) {
+            let result = await Result {
+                try await Deadline.run(until: inner) {
+                    seen.deadline.fill(with: Deadline.current)
+                    try await Task.sleep(for: .seconds(60))
+                }
+            }
+            #expect(throws: DeadlineError.self) { try result.get() }
+            #expect(Deadline.current == outer)
+            #expect((Deadline.remaining ?? .zero) > .seconds(30))
+            return 7
+        }
+        #expect(answer == 7)
+        #expect(seen.deadline.peek() == .some(inner))
+    }
+
+    @Test func aCancelledCallerStopsWaitingAtOnceAndCancelsTheOperation() async throws {
+        let gate = Deferred<Void>()
+        let seen = Seen()
+        let entered = Deferred<Void>()
+        let caller = Task {
+            try await Deadline.run(until: .now + .seconds(60)) {
+                entered.fill()
+                await gate.value  // ignores cancellation
+                seen.cancelled.fill(with: Task.isCancelled)
+            }
+        }
+        await entered.value
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        #expect(!seen.cancelled.isFilled, "it returned while the operation still ran")
+        gate.fill()
+        #expect(await seen.cancelled.value, "the operation's task was cancelled with its caller")
+    }
+
+    @Test func aTaskStartedInsideInheritsTheDeadline() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let inherited = try await Deadline.run(until: deadline) {
+            await Task { Deadline.current }.value
+        }
+        #expect(inherited == deadline)
+    }
+}
+
+extension Result where Failure == any Error {
+    fileprivate init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}
