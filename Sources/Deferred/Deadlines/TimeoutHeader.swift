@@ -77,8 +77,7 @@ public struct TimeoutHeader: Hashable, Sendable, LosslessStringConvertible {
     ///
     /// - Parameter remaining: The time that remains; zero or less writes `0n`.
     public init(remaining: Duration) {
-        let (seconds, attoseconds) = remaining.components
-        let total = Int128(seconds) * 1_000_000_000_000_000_000 + Int128(attoseconds)
+        let total = remaining.totalAttoseconds
         guard total > 0 else {
             self.init(unchecked: 0, .nanoseconds)
             return
@@ -156,7 +155,15 @@ extension TimeoutHeader.Unit {
 
     /// Attoseconds in one of this unit.
     fileprivate var attoseconds: Int128 {
-        let (seconds, attoseconds) = duration.components
+        duration.totalAttoseconds
+    }
+}
+
+extension Duration {
+    /// The whole duration in attoseconds (`Duration.attoseconds` needs newer Apple releases than
+    /// the package's).
+    fileprivate var totalAttoseconds: Int128 {
+        let (seconds, attoseconds) = components
         return Int128(seconds) * 1_000_000_000_000_000_000 + Int128(attoseconds)
     }
 }
