@@ -56,8 +56,10 @@ public enum Deadline {
     /// fails at once, and the operation never starts.
     ///
     /// The deadline is kept by the library's timers on Dispatch (as `timeout(after:upon:)` on a
-    /// Dispatch queue is), so it passes on time, within the lateness the Performance guide
-    /// measures, and costs nothing once the operation finished.
+    /// Dispatch queue is), on a queue of its own, so it passes on time, within the lateness the
+    /// Performance guide measures, even while operations keep every thread of the task pool busy,
+    /// and costs nothing once the operation finished. (The caller itself resumes once a thread of
+    /// the task pool is free: it is a task too.)
     ///
     /// - Parameters:
     ///   - deadline: The instant after which the caller no longer waits.
@@ -84,9 +86,17 @@ public enum Deadline {
                 try await operation()
             }
         }
-        return try await work.timeout(after: remaining, upon: DispatchQueue.global(), failingWith: DeadlineError())
+        return try await work.timeout(after: remaining, upon: expiries, failingWith: DeadlineError())
             .get()
     }
+
+    /// Where deadlines pass: a serial queue of its own.
+    ///
+    /// Dispatch gives it a thread even when every thread of its shared pool is busy. On Linux that
+    /// pool also runs Swift's tasks, so a deadline passing on a global queue waited for a thread
+    /// while operations that spin filled every one, and cancelled them only once they stopped by
+    /// themselves.
+    private static let expiries = DispatchQueue(label: "Deferred.Deadline")
 
     /// The earliest deadline of the calls around the current task.
     @TaskLocal private static var innermost: ContinuousClock.Instant?

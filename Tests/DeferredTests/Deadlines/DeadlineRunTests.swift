@@ -1,4 +1,5 @@
 import Deferred
+import Foundation
 import Testing
 
 /// Plain `async` code under a deadline: the caller gets the result in time, or the deadline
@@ -56,6 +57,33 @@ import Testing
         }
         #expect(ContinuousClock.now >= deadline)
         #expect(await seen.cancelled.value, "its sleep ended with CancellationError")
+    }
+
+    /// Operations that spin, checking their cancellation, on every thread of the task pool: the
+    /// deadline still passes and cancels them, rather than waiting for a thread of that pool (on
+    /// Linux it is Dispatch's) until they stop by themselves.
+    @Test func operationsThatFillTheTaskPoolAreCancelledAtTheDeadline() async {
+        let patience = Duration.seconds(5)
+        let stoppedAfter = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in Deferred<Duration>() }
+        let started = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            for stopped in stoppedAfter {
+                group.addTask {
+                    // Far enough for every operation to start before it passes, loaded or not.
+                    _ = try? await Deadline.run(until: started + .milliseconds(200)) {
+                        let began = ContinuousClock.now
+                        while !Task.isCancelled && ContinuousClock.now < began + patience {}
+                        stopped.fill(with: started.duration(to: .now))
+                    }
+                }
+            }
+        }
+        var stops: [Duration] = []
+        for stopped in stoppedAfter {
+            stops.append(await stopped.value)  // each spinner stops within its patience
+        }
+        // With the limit on a global queue, no spinner was cancelled: each ran its 5 s here.
+        #expect(stops.allSatisfy { $0 < .milliseconds(800) }, "stopped after \(stops)")
     }
 
     @Test func aDeadlineThatHasPassedFailsAtOnceWithoutStartingTheOperation() async {
