@@ -28,15 +28,18 @@ import Testing
     @Test func anOperationThatIgnoresItsCancellationIsLeftRunningAtTheDeadline() async throws {
         let gate = Deferred<Void>()
         let seen = Seen()
-        let deadline = ContinuousClock.now + .milliseconds(50)
+        let deadline = Deferred<ContinuousClock.Instant>()
         await #expect(throws: DeadlineError.self) {
-            try await Deadline.run(until: deadline) {
+            // Set just before the call, so that it cannot pass before the call starts the
+            // operation, which the rest of the test waits for.
+            deadline.fill(with: .now + .milliseconds(50))
+            return try await Deadline.run(until: deadline.peek()!) {
                 await gate.value  // ignores cancellation
                 seen.cancelled.fill(with: Task.isCancelled)
                 return 1
             }
         }
-        #expect(ContinuousClock.now >= deadline, "returned before the deadline")
+        #expect(ContinuousClock.now >= deadline.peek()!, "returned before the deadline")
         #expect(!seen.cancelled.isFilled, "it returned while the operation still ran")
         gate.fill()
         #expect(await seen.cancelled.value, "the operation's task was cancelled at the deadline")
@@ -44,9 +47,10 @@ import Testing
 
     @Test func anOperationThatHonoursCancellationIsStoppedAtTheDeadline() async throws {
         let seen = Seen()
-        let deadline = ContinuousClock.now + .milliseconds(20)
+        let deadline = Deferred<ContinuousClock.Instant>()
         await #expect(throws: DeadlineError.self) {
-            try await Deadline.run(until: deadline) {
+            deadline.fill(with: .now + .milliseconds(50))  // just before the call, as above
+            return try await Deadline.run(until: deadline.peek()!) {
                 do {
                     try await Task.sleep(for: .seconds(60))
                 } catch {
@@ -55,7 +59,7 @@ import Testing
                 }
             }
         }
-        #expect(ContinuousClock.now >= deadline)
+        #expect(ContinuousClock.now >= deadline.peek()!)
         #expect(await seen.cancelled.value, "its sleep ended with CancellationError")
     }
 
