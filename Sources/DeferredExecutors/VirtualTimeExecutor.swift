@@ -50,6 +50,11 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
             other.sinceStart - sinceStart
         }
 
+        /// The instant `duration` after `instant`: `clock.now + .seconds(5)`.
+        public static func + (instant: Instant, duration: Duration) -> Instant {
+            instant.advanced(by: duration)
+        }
+
         /// Whether `lhs` comes before `rhs`.
         public static func < (lhs: Instant, rhs: Instant) -> Bool {
             lhs.sinceStart < rhs.sinceStart
@@ -301,5 +306,12 @@ private final class VirtualSleeper: Sendable {
             }
             return nil
         }
+    }
+}
+
+extension VirtualTimeExecutor: DeadlineClock {
+    /// The instant the executor was created: deadlines on it are measured from there.
+    public var deadlineOrigin: Instant {
+        Instant(sinceStart: .zero)
     }
 }

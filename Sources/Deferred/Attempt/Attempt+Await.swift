@@ -30,7 +30,15 @@ extension Attempt {
         // up, the attempt stops unless something else needs it. None is left to take if the
         // attempt is decided, being decided, or stopped: the task waits for the result then, or,
         // if the attempt was orphaned and never gets one, until it is cancelled.
-        let unit = node.takeUnit() ? DemandUnit(node) : nil
+        //
+        // Under a deadline (``Deadline/run(until:priority:_:)``), the task counts as a consumer
+        // bounded by it, so that the producer learns until when it waits.
+        let unit: DemandUnit?
+        if let deadline = Deadline.current {
+            unit = DemandUnit(readerOf: node, until: deadline)
+        } else {
+            unit = node.takeUnit() ? DemandUnit(node) : nil
+        }
         // The waiter gives the unit back as the result is delivered, on the thread that
         // decides the attempt: a `cancel()` that decides it has stopped what nothing else
         // needs by the time it returns, without waiting for this task to run again.
@@ -41,7 +49,7 @@ extension Attempt {
         } catch {
             // The awaiting task was cancelled: stop needing the attempt (which stops it unless
             // something else needs it), then report it.
-            unit?.release()
+            unit?.release(reasonBits: DemandState.stoppedByCancel)
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }

@@ -32,9 +32,30 @@ extension Attempt {
         upon executor: some SchedulingExecutor,
         failingWith error: Failure
     ) -> Attempt<Success, Failure> {
+        limited(after: limit, upon: executor, failingWith: error, deadline: nil)
+    }
+
+    /// The attempt of a time limit: `limit` measured by `executor`, then `error`.
+    ///
+    /// `deadline`, if given, is the limit's instant as the deadline ledger keeps it, for a stage
+    /// that always tells its source (`deadline(at:)`). A `timeout` tells a tracked source only
+    /// (see ``DeadlineLedger``), measured on `executor`'s clock if it keeps deadlines, and on the
+    /// continuous clock otherwise.
+    @inlinable
+    internal func limited(
+        after limit: Duration,
+        upon executor: some SchedulingExecutor,
+        failingWith error: Failure,
+        deadline: DeadlineMark?
+    ) -> Attempt<Success, Failure> {
         let limited = TimeoutAttemptNode<Success, Failure>(
             holding: node.heldByConsumer(), cancellation: node.cancellation, failure: error)
-        let attempt = attach(limited, TimeoutAttemptNode.receive)
+        let attempt = attach(limited, TimeoutAttemptNode.receive, tracksItself: true)
+        if let deadline {
+            DeadlineLedger.shared.track(limited, own: deadline)
+        } else if node.isTracked {
+            DeadlineLedger.shared.track(limited, own: DeadlineMark(after: limit, on: executor))
+        }
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
             if nanoseconds > 0, let queue = executor as? DispatchQueue {
@@ -218,7 +239,8 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
             return
         }
         let error = unsafeDowncast(failure, to: ValueBox<Failure>.self).value
-        var nodes = ReleaseStack()
+        // The work above learns that its consumer's deadline passed.
+        var nodes = ReleaseStack(stopReasonBits: DemandState.stoppedByDeadline)
         var stop = StopClaim.none
         var source: AttemptNode<Success, Failure>?
         if let held = takeHeld(as: .settle).held {

@@ -176,13 +176,22 @@ extension AttemptNode {
 extension Attempt {
     /// Links `derived` to this attempt with `step`, running it at once if this attempt has
     /// finished, and returns it as an attempt.
+    ///
+    /// If the deadline ledger tracks this attempt, the new stage is tracked too (unless
+    /// `tracksItself`: a stage with a deadline of its own tells the ledger itself), so that it
+    /// counts as a consumer without a deadline until it has one, and deadlines set below it reach
+    /// the producer.
     @inlinable
     internal func attach<NewSuccess, NewFailure>(
         _ derived: AttemptNode<NewSuccess, NewFailure>,
-        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void
+        _ step: @escaping @Sendable (ChainNode, ChainNode, Result<Success, Failure>, inout DrainQueue) -> Void,
+        tracksItself: Bool = false
     ) -> Attempt<NewSuccess, NewFailure> {
         // A drain queue only where the step runs now: storing the link needs none.
         node.addConsumer(.sourcedLink(derived, step))
+        if !tracksItself && node.isTracked {
+            DeadlineLedger.shared.track(derived, own: nil)
+        }
         return Attempt<NewSuccess, NewFailure>(node: derived)
     }
 }

@@ -75,8 +75,10 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
 
     deinit {
         // Only a node released pending holds anything here: its consumers are gone, so what it
-        // held no longer has it as a consumer.
+        // held no longer has it as a consumer. (A node the deadline ledger tracks always holds
+        // something until its demand ends, when it leaves the ledger: see `markTracked()`.)
         if !upstream.isEmpty, let held = upstream.take() {
+            leaveLedgerIfTracked()
             var nodes = ReleaseStack()
             nodes.pushUnit(held)
             nodes.releaseAll()
@@ -87,8 +89,55 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
         super.detachDownstream(to: &nodes)
         if !upstream.isEmpty, let held = upstream.take() {
+            leaveLedgerIfTracked()
             nodes.pushUnit(held)
         }
+    }
+
+    // MARK: Deadlines (see ``DeadlineLedger``)
+
+    /// Tells the deadline ledger that this attempt no longer holds what it took out of
+    /// ``upstream``, if the ledger tracks it; before that is released.
+    @inlinable
+    @inline(__always)
+    internal final func leaveLedgerIfTracked() {
+        if flags.load(ordering: .sequentiallyConsistent) & DemandState.tracked != 0 {
+            DeadlineLedger.shared.leave(self)
+        }
+    }
+
+    /// Whether the deadline ledger tracks this attempt.
+    @inlinable
+    internal final var isTracked: Bool {
+        flags.load(ordering: .sequentiallyConsistent) & DemandState.tracked != 0
+    }
+
+    @usableFromInline
+    override internal final func loadDemand() -> UInt? {
+        flags.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// Marks this attempt tracked; one that holds nothing upstream yet (a root without cancel
+    /// handlers) gets an empty store of them, so that it holds something until its demand ends
+    /// and its release finds it (see `deinit`), and leaves the ledger either way.
+    @usableFromInline
+    override internal final func markTracked() -> UInt? {
+        let word = flags.bitwiseOr(DemandState.tracked, ordering: .sequentiallyConsistent).oldValue
+        // Not into a slot that only its owner writes, with a load and a store (a step's).
+        if word & DemandState.holdsAlone == 0 && upstream.isEmpty {
+            _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
+        }
+        return word | DemandState.tracked
+    }
+
+    @usableFromInline
+    override internal final var hasTrackedSource: Bool {
+        isTracked
+    }
+
+    @usableFromInline
+    override internal final func currentSource() -> ChainNode? {
+        upstream.loadUnmarked()
     }
 
     @usableFromInline
@@ -216,7 +265,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// Returns only once the result is visible, whoever decided it.
     @usableFromInline
     internal final func cancel() {
-        var nodes = ReleaseStack()
+        var nodes = ReleaseStack(stopReasonBits: DemandState.stoppedByCancel)
         if let error = cancellationError {
             if claimFillAcquiring() {
                 decideStopped(with: error, to: &nodes)

@@ -135,6 +135,17 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (Self.borrow(current), current & Self.tagBit != 0)
     }
 
+    /// The object in the slot, borrowed, unless it is marked or the tag is set.
+    ///
+    /// Only for a reader that whoever takes the object waits for before releasing it (the
+    /// deadline ledger, under its lock: see ``DeadlineLedger``). Sequentially consistent, like
+    /// the ledger's marking of the slot's owner and the owner's check after taking.
+    @inlinable
+    internal func loadUnmarked() -> Object? {
+        let current = bits.load(ordering: .sequentiallyConsistent)
+        return current & (Self.tagBit | Self.markBit) != 0 ? nil : Self.borrow(current)
+    }
+
     /// Whether the slot holds no object at the moment of the load; safe whoever takes it.
     @inlinable
     internal var isEmpty: Bool {
@@ -179,6 +190,7 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     /// empty, which a reader must take as "ended before any object came": the object's owner
     /// must make that reading mean the same as finding it there.
     @inlinable
+    @inline(__always)
     internal func tagTakingUnmarked() -> (taken: Object?, kept: Object?) {
         let observed = bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing)
         if observed & Self.markBit != 0 {

@@ -67,6 +67,44 @@ internal class ChainNode: @unchecked Sendable {
     @usableFromInline
     internal func awaitDecision() {}
 
+    // MARK: What the deadline ledger asks (see ``DeadlineLedger``)
+
+    /// This node's demand word, if it counts demand as an attempt does (see ``DemandState``);
+    /// `nil` for any other node.
+    @usableFromInline
+    internal func loadDemand() -> UInt? {
+        nil
+    }
+
+    /// Marks an attempt as tracked by the deadline ledger and returns its demand word as marked;
+    /// `nil` for any other node, which has nothing to mark.
+    @usableFromInline
+    internal func markTracked() -> UInt? {
+        nil
+    }
+
+    /// The source an attempt holds a unit of now, read without taking it.
+    ///
+    /// `nil` for a root, an attempt whose demand ended, and any other node. Only the ledger,
+    /// under its lock, reads it.
+    @usableFromInline
+    internal func currentSource() -> ChainNode? {
+        nil
+    }
+
+    /// Whether an attempt that a unit of this node stands for is tracked by the deadline ledger.
+    @usableFromInline
+    internal var hasTrackedSource: Bool {
+        false
+    }
+
+    /// Calls `body` with each attempt that a unit of this node stands for: the node itself, or a
+    /// join's inputs.
+    @usableFromInline
+    internal func forEachCountedSource(_ body: (ChainNode) -> Void) {
+        body(self)
+    }
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline
@@ -140,8 +178,19 @@ internal struct ReleaseStack {
     @usableFromInline
     internal var completions = DrainQueue(parking: true)
 
+    /// Why the consumers whose units this loop releases leave, as ``DemandState`` records it in
+    /// an attempt that their leaving stops (zero: nobody needs it any more).
+    @usableFromInline
+    internal var stopReasonBits: UInt = 0
+
     @inlinable
     internal init() {}
+
+    /// A release loop whose consumers leave for `reasonBits` (see ``stopReasonBits``).
+    @inlinable
+    internal init(stopReasonBits reasonBits: UInt) {
+        stopReasonBits = reasonBits
+    }
 
     /// Adds `node` to the nodes to release.
     @usableFromInline

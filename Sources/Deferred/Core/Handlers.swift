@@ -28,9 +28,9 @@ internal enum Handler<Value: Sendable> {
     /// holding itself through its own handler.
     case sourcedCallback(any Executor, @Sendable (_ source: ChainNode, Value) -> Void)
 
-    /// A producer's cancel handler, in an attempt's ``CancelHandlers`` (a storage of `Bool`, filled with `true`
-    /// when the attempt is cancelled): runs `body` in place if the value is `true`, and drops it
-    /// otherwise. A case of its own, rather than an immediate callback that tests the value, so
+    /// A producer's cancel handler, in an attempt's ``CancelHandlers`` (a storage of an optional
+    /// ``CancellationReason``, filled with why the attempt stopped): runs `body` in place if there
+    /// is a reason, and drops it otherwise. A case of its own, rather than an immediate callback that tests the value, so
     /// that adding one wraps `body` in no closure of its own. (The executor reference is there
     /// for the same reason as in ``immediate(_:_:)``.)
     case cancelHandler(UnretainedImmediateExecutor, @Sendable () -> Void)
@@ -67,7 +67,7 @@ internal enum Handler<Value: Sendable> {
                 executor.submit { body(source, value) }
             }
         case .cancelHandler(_, let body):
-            if value as? Bool == true {
+            if value as? CancellationReason != nil {
                 body()
             }
         }

@@ -1,13 +1,14 @@
 public import Dispatch
 public import Synchronization
 
-/// Mutual exclusion for the dictionary of a ``SharedTable``: the one lock in the core module.
+/// Mutual exclusion for a dictionary: of a ``SharedTable``, and of the ``DeadlineLedger``.
 ///
 /// Sharing a run by key means finding or inserting the key in a dictionary, which a lock-free
 /// design could do only with a concurrent hash map and safe memory reclamation. The table holds
 /// this lock for a dictionary operation and a few atomic steps: some tens of nanoseconds. No
 /// future is filled and no run, result or key is released while it is held; the only user code
-/// that runs then is the key's hashing and equality.
+/// that runs then is the key's hashing and equality. The deadline ledger keeps its records the
+/// same way, and runs no user code under it.
 ///
 /// It counts its holder and waiters in one atomic word: an uncontended `lock` and `unlock` are
 /// one atomic read-modify-write each; a thread that finds the lock held parks on a semaphore

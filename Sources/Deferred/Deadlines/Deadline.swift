@@ -96,7 +96,7 @@ public enum Deadline {
     /// pool also runs Swift's tasks, so a deadline passing on a global queue waited for a thread
     /// while operations that spin filled every one, and cancelled them only once they stopped by
     /// themselves.
-    private static let expiries = DispatchQueue(label: "Deferred.Deadline")
+    internal static let expiries = DispatchQueue(label: "Deferred.Deadline")
 
     /// The earliest deadline of the calls around the current task.
     @TaskLocal private static var innermost: ContinuousClock.Instant?

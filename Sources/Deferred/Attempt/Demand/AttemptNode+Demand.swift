@@ -20,8 +20,28 @@ extension AttemptNode {
     /// Takes a unit of this attempt's demand for a consumer; returns `false` if its demand has
     /// ended, in which case the consumer holds nothing (its link brings the result, or the
     /// cancellation).
+    ///
+    /// A reader takes it so (a task awaiting `get()`, a blocking wait, a shared run's caller): if
+    /// the deadline ledger tracks this attempt, it learns of a consumer without a deadline.
     @inlinable
     internal final func takeUnit() -> Bool {
+        let (taken, tracked) = updateDemand { state in
+            if let next = state.taking() {
+                (next, (true, state.has(DemandState.tracked)))
+            } else {
+                (state, (false, false))
+            }
+        }
+        if tracked {
+            DeadlineLedger.shared.consumerArrived(on: self)
+        }
+        return taken
+    }
+
+    /// Takes a unit of this attempt's demand for a stage, which tells the deadline ledger itself
+    /// once it holds the unit (see ``hold(taken:)`` and ``Attempt/attach(_:_:tracksItself:)``).
+    @inlinable
+    internal final func takeUnitForStage() -> Bool {
         updateDemand { state in
             if let next = state.taking() { (next, true) } else { (state, false) }
         }
@@ -34,11 +54,11 @@ extension AttemptNode {
         takeUnitIfPending() ? self : nil
     }
 
-    /// Takes a unit of this attempt's demand for a consumer unless it is decided (a consumer
-    /// then needs nothing upstream); returns whether it took one.
+    /// Takes a unit of this attempt's demand for a stage unless it is decided (a consumer then
+    /// needs nothing upstream); returns whether it took one.
     @inlinable
     internal final func takeUnitIfPending() -> Bool {
-        !isDecided && takeUnit()
+        !isDecided && takeUnitForStage()
     }
 
     /// Releases a unit of this attempt's demand (see ``ChainNode/releaseUnit(givingBack:to:)``),
@@ -73,10 +93,14 @@ extension AttemptNode {
             }
             return .none
         }
-        let stops = updateDemand { state in
-            givingBack ? state.givingBack() : state.releasing()
+        let (stops, tracked) = updateDemand { state in
+            let (next, stops) = givingBack ? state.givingBack() : state.releasing(reason: nodes.stopReasonBits)
+            return (next, (stops, state.has(DemandState.tracked)))
         }
         guard stops else {
+            if tracked {
+                DeadlineLedger.shared.consumerArrived(on: self)  // One fewer consumer counts.
+            }
             consumerLeft(to: &nodes)
             return .none
         }
@@ -85,9 +109,16 @@ extension AttemptNode {
 
     /// Records a handler that needs this attempt for good: from now on only `cancel()`, or a
     /// cancellation of what it waits for, stops it.
+    ///
+    /// If the deadline ledger tracks the attempt, it learns of a consumer without a deadline. (The
+    /// check is a load after the read-modify-write: the ledger marks an attempt with one too, so
+    /// either the ledger reads the pin or this reads the mark.)
     @inlinable
     internal final func pin() {
         flags.bitwiseOr(DemandState.pinned, ordering: .relaxed)
+        if flags.load(ordering: .relaxed) & DemandState.tracked != 0 {
+            DeadlineLedger.shared.consumerArrived(on: self)
+        }
     }
 
     /// Carries out a stop that the caller's event made (see ``DemandState``), handing what it
@@ -139,7 +170,8 @@ extension AttemptNode {
     /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`.
     @usableFromInline
     internal final func decideStopped(with error: Failure, to nodes: inout ReleaseStack) {
-        flags.bitwiseOr(DemandState.stopMarks, ordering: .releasing)  // `decidingCancelled()`
+        // `decidingCancelled()`, by a cancellation.
+        flags.bitwiseOr(DemandState.stopMarks | DemandState.stoppedByCancel, ordering: .releasing)
         publishStop(error, to: &nodes)
     }
 
@@ -198,11 +230,13 @@ extension AttemptNode {
     internal final func takeHeld(as end: DemandEnd) -> (held: ChainNode?, byDropping: Bool) {
         if DemandState(rawValue: flags.load(ordering: .relaxed)).has(DemandState.holdsAlone) {
             let (held, byDropping) = upstream.takeAloneAndTag { $0.hasDecided }
+            leaveLedgerIfTracked()
             return (held, byDropping)
         }
         let (held, handlers) = upstream.tagTakingUnmarked()
+        leaveLedgerIfTracked()
         if let handlers {
-            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop)
+            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop ? stopReason : nil)
         }
         return (held, false)
     }
@@ -225,6 +259,13 @@ extension AttemptNode {
     @discardableResult
     internal final func hold(taken held: ChainNode?) -> Bool {
         let (exchanged, previous, _) = upstream.exchangeUnlessTagged(held)
+        if exchanged {
+            if isTracked {
+                DeadlineLedger.shared.reconcile(self)  // It now counts on `held`, not on `previous`.
+            } else if let held, held.hasTrackedSource {
+                DeadlineLedger.shared.track(self, own: nil)  // Its deadlines now reach `held`.
+            }
+        }
         guard previous != nil || (!exchanged && held != nil) else {
             return exchanged
         }
@@ -246,25 +287,58 @@ extension AttemptNode {
     /// until the node is destroyed once it is there: so it can be read without being retained.
     @usableFromInline
     internal final func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        if upstream.isEmpty {
-            _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
-        }
-        guard let handlers = upstream.load().object else {
+        guard let handlers = cancelHandlers() else {
             // Its demand ended before any handler came.
             if isStopped {
                 handler()
             }
             return
         }
-        CancelHandlers.linked(handlers).add(.cancelHandler(UnretainedImmediateExecutor(), handler))
+        handlers.add(.cancelHandler(UnretainedImmediateExecutor(), handler))
+    }
+
+    /// Registers a cancel handler of this attempt's producer that learns why the attempt stopped;
+    /// see ``onCancel(_:)``.
+    @usableFromInline
+    internal final func onCancel(reporting handler: @escaping @Sendable (CancellationReason) -> Void) {
+        guard let handlers = cancelHandlers() else {
+            if isStopped {
+                handler(stopReason)
+            }
+            return
+        }
+        handlers.add(
+            .immediate(UnretainedImmediateExecutor()) { reason in
+                if let reason {
+                    handler(reason)
+                }
+            })
+    }
+
+    /// The storage of this root's cancel handlers, made on first use; `nil` if its demand ended
+    /// before any handler came.
+    @inlinable
+    internal final func cancelHandlers() -> CancelHandlers? {
+        if upstream.isEmpty {
+            _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
+        }
+        return upstream.load().object.map(CancelHandlers.linked)
+    }
+
+    /// Why this attempt stopped, once it has: its stop was a cancellation, a deadline that passed,
+    /// or the departure of its last consumer.
+    @inlinable
+    internal final var stopReason: CancellationReason {
+        DemandState(rawValue: flags.load(ordering: .acquiring)).stopReason
     }
 
 }
 /// A producer's cancel handlers, held (marked) in a root attempt's ``AttemptNode/upstream``: a
-/// storage of one `Bool`, filled once by whoever ends the attempt's demand: with `true` as it
-/// stops, which runs them, or with `false` as it settles, which releases them unrun.
+/// storage of an optional ``CancellationReason``, filled once by whoever ends the attempt's
+/// demand: with why it stopped, which runs them, or with `nil` as it settles, which releases them
+/// unrun.
 @usableFromInline
-internal final class CancelHandlers: Storage<Bool>, @unchecked Sendable {}
+internal final class CancelHandlers: Storage<CancellationReason?>, @unchecked Sendable {}
 
 /// A unit of demand held on an attempt by a reader (a task awaiting `get()`, a blocking
 /// `wait`) or a shared run's caller, as its holder releases it.
@@ -275,16 +349,41 @@ internal struct DemandUnit: @unchecked Sendable {
     @usableFromInline
     internal let node: ChainNode
 
+    /// Whether the deadline ledger counts its holder as a consumer with a deadline.
+    @usableFromInline
+    internal let bounded: Bool
+
     @inlinable
     internal init(_ node: ChainNode) {
         self.node = node
+        bounded = false
+    }
+
+    /// Takes a unit of `node` for a reader that waits until `deadline` at the latest, counted so
+    /// by the deadline ledger; `nil` if `node`'s demand has ended.
+    @usableFromInline
+    internal init?<Success, Failure>(
+        readerOf node: AttemptNode<Success, Failure>, until deadline: ContinuousClock.Instant
+    ) {
+        guard node.takeUnitForStage() else {
+            return nil
+        }
+        self.node = node
+        bounded = DeadlineLedger.shared.readerArrives(on: node, until: DeadlineMark(deadline, on: ContinuousClock()))
+        if !bounded {
+            DeadlineLedger.shared.consumerArrived(on: node)
+        }
     }
 
     /// Releases this unit, stopping what it leaves without demand (giving it back, as a
-    /// reader that waited, if `givingBack`; see ``DemandState/givingBack()``).
+    /// reader that waited, if `givingBack`; see ``DemandState/givingBack()``); `reasonBits` says
+    /// why its holder leaves (see ``ReleaseStack/stopReasonBits``).
     @inlinable
-    internal func release(givingBack: Bool = false) {
-        var nodes = ReleaseStack()
+    internal func release(givingBack: Bool = false, reasonBits: UInt = 0) {
+        if bounded {
+            DeadlineLedger.shared.readerLeaves(node)
+        }
+        var nodes = ReleaseStack(stopReasonBits: reasonBits)
         nodes.pushUnit(node, givingBack: givingBack)
         nodes.releaseAll()
     }
@@ -315,6 +414,18 @@ internal final class HeldInputs: ChainNode, @unchecked Sendable {
     @usableFromInline
     override internal func releaseUnit(givingBack: Bool, to nodes: inout ReleaseStack) {
         detachDownstream(to: &nodes)
+    }
+
+    @usableFromInline
+    override internal func forEachCountedSource(_ body: (ChainNode) -> Void) {
+        for input in inputs {
+            body(input)
+        }
+    }
+
+    @usableFromInline
+    override internal var hasTrackedSource: Bool {
+        inputs.contains { $0.hasTrackedSource }
     }
 
     @usableFromInline

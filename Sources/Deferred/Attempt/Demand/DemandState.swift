@@ -28,7 +28,9 @@
 /// | 4    | *settled*: decided (or orphaned) before it stopped; demand no longer matters |
 /// | 5    | *stopped*: nobody needs it any more, or it was cancelled; its producer was told |
 /// | 6    | *holds alone*: set when the node is made; nothing but its own end of demand takes what it holds while it is referenced (a step or a delay: no weak reference revives it, no owner switches what it holds) |
-/// | 8…   | the number of units held |
+/// | 7    | *tracked*: the ``DeadlineLedger`` keeps a record of it; whoever takes a unit, pins it or ends its demand tells the ledger |
+/// | 8, 9 | why it stopped (see ``CancellationReason``): bit 8 a cancellation, bit 9 a deadline; neither, nobody needs it |
+/// | 10…  | the number of units held |
 @frozen
 @usableFromInline
 internal struct DemandState: StateWord {
@@ -45,7 +47,11 @@ extension DemandState {
     @inlinable internal static var settled: UInt { 16 }
     @inlinable internal static var stopped: UInt { 32 }
     @inlinable internal static var holdsAlone: UInt { 64 }
-    @inlinable internal static var unit: UInt { 256 }
+    @inlinable internal static var tracked: UInt { 128 }
+    @inlinable internal static var stoppedByCancel: UInt { 256 }
+    @inlinable internal static var stoppedByDeadline: UInt { 512 }
+    @inlinable internal static var unitShift: UInt { 10 }
+    @inlinable internal static var unit: UInt { 1 << unitShift }
 
     /// Nothing holds or pins the attempt yet.
     @inlinable
@@ -65,7 +71,26 @@ extension DemandState {
 
     /// How many units consumers hold.
     @inlinable
-    internal var units: UInt { rawValue >> 8 }
+    internal var units: UInt { rawValue >> Self.unitShift }
+
+    /// Why the attempt stopped, once it has.
+    @inlinable
+    internal var stopReason: CancellationReason {
+        if has(Self.stoppedByCancel) {
+            return .cancelled
+        }
+        return has(Self.stoppedByDeadline) ? .deadlinePassed : .unneeded
+    }
+
+    /// The bits that record `reason` (none for ``CancellationReason/unneeded``).
+    @inlinable
+    internal static func bits(of reason: CancellationReason) -> UInt {
+        switch reason {
+        case .unneeded: 0
+        case .cancelled: stoppedByCancel
+        case .deadlinePassed: stoppedByDeadline
+        }
+    }
 }
 
 /// What the event that ended an attempt's demand must do; see ``AttemptNode/endDemand(_:)``.
@@ -102,14 +127,16 @@ extension DemandState {
 
     /// A consumer releases its unit; whether that stops the attempt: it was the last unit and
     /// nothing pinned it.
+    ///
+    /// `reason` is what made the consumer leave (see ``bits(of:)``).
     @inlinable
-    internal func releasing() -> (next: DemandState, stops: Bool) {
+    internal func releasing(reason: UInt = 0) -> (next: DemandState, stops: Bool) {
         guard !isFinal else {
             return (self, false)
         }
         let released = rawValue - Self.unit
-        if released >> 8 == 0 && released & Self.pinned == 0 {
-            return (DemandState(rawValue: released | Self.stopped), true)
+        if released >> Self.unitShift == 0 && released & Self.pinned == 0 {
+            return (DemandState(rawValue: released | Self.stopped | reason), true)
         }
         return (DemandState(rawValue: released | Self.givenUp), false)
     }
@@ -122,7 +149,7 @@ extension DemandState {
             return (self, false)
         }
         let returned = rawValue - Self.unit
-        if returned >> 8 == 0 && returned & Self.pinned == 0 && returned & Self.givenUp != 0 {
+        if returned >> Self.unitShift == 0 && returned & Self.pinned == 0 && returned & Self.givenUp != 0 {
             return (DemandState(rawValue: returned | Self.stopped), true)
         }
         return (DemandState(rawValue: returned), false)
@@ -154,7 +181,7 @@ extension DemandState {
         guard !isFinal else {
             return (DemandState(rawValue: rawValue | Self.cancelled), false)
         }
-        return (DemandState(rawValue: rawValue | Self.cancelled | Self.stopped), true)
+        return (DemandState(rawValue: rawValue | Self.cancelled | Self.stopped | Self.stoppedByCancel), true)
     }
 
     /// The attempt is decided as cancelled by the caller that stopped it (and claimed its
