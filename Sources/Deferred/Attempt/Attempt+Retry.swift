@@ -66,6 +66,11 @@ extension Attempt {
     /// through. For a failure type without a cancellation error, a cancelled retry fails, as
     /// cancelled, with the last try's failure (or, during a try, when that try finishes).
     ///
+    /// Under a deadline (``deadline(at:)`` below it, or any consumer's that reaches it), each
+    /// retry's `start` reads what remains of it as ``Deadline/current``, and the attempt it
+    /// returns learns it; a backoff that would end at or after the deadline is never waited out:
+    /// the loop fails at once with the last try's failure.
+    ///
     /// - Parameters:
     ///   - attempts: How many times, at most, to start the work, the first time included; at
     ///     least 1 (1 starts it once and never retries).
@@ -299,6 +304,16 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             decide(.failure(failure), cancelled: false, in: &queue)
             return
         }
+        if isTracked, let deadline = DeadlineLedger.shared.deadline(of: self),
+            let remaining = deadline.remaining(measuredBy: plan.executor),
+            remaining <= plan.backoff.delay(after: plan.delay, forRetry: retries + 1)
+        {
+            // The backoff would end at or after the deadline of the loop's consumers: nobody would
+            // take the next try's result. The loop fails with the last try's failure.
+            dropPendingWork()
+            decide(.failure(failure), cancelled: false, in: &queue)
+            return
+        }
         retries += 1
         if cancellationError == nil {
             // Kept through the backoff: a loop given up then has nothing else to finish with.
@@ -329,7 +344,9 @@ internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: Attemp
             endGivenUp(with: failure, in: &queue)
             return
         }
-        let attempt = box.value.start()
+        // Each try runs under what remains of the loop's consumers' deadline.
+        let deadline = isTracked ? DeadlineLedger.shared.deadline(of: self) : nil
+        let attempt = Deadline.run(under: deadline) { box.value.start() }
         if retries < box.value.retries {
             // Fails only if the loop was cancelled meanwhile; following the new attempt then
             // cancels it unless something else needs it.

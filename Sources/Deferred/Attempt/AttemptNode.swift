@@ -127,7 +127,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         if word & DemandState.holdsAlone == 0 && upstream.isEmpty {
             _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
         }
-        return word | DemandState.tracked
+        return word
     }
 
     @usableFromInline

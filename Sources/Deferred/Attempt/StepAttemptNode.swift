@@ -137,6 +137,16 @@ internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: Attem
         finish: Finish
     ) {
         if mayStartStep, let body = body.take() {
+            if Step.Output.self != Step.Success.self && isTracked {
+                // A step that starts an attempt (`andThen`, `fallback`) runs under its consumers'
+                // deadline, which `Deadline.current` reads, and which the attempt it starts
+                // learns as this stage follows it.
+                let output = Deadline.run(under: DeadlineLedger.shared.deadline(of: self)) {
+                    Step.run(body, on: input)
+                }
+                finish(self, output, cancelled, &queue)
+                return
+            }
             finish(self, Step.run(body, on: input), cancelled, &queue)
         } else {
             body = nil  // Decided: release the closure now.

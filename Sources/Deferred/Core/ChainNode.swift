@@ -76,8 +76,8 @@ internal class ChainNode: @unchecked Sendable {
         nil
     }
 
-    /// Marks an attempt as tracked by the deadline ledger and returns its demand word as marked;
-    /// `nil` for any other node, which has nothing to mark.
+    /// Marks an attempt as tracked by the deadline ledger and returns its demand word as it was
+    /// before; `nil` for any other node, which has nothing to mark.
     @usableFromInline
     internal func markTracked() -> UInt? {
         nil

@@ -29,7 +29,9 @@ public enum Deadline {
     /// ``run(until:priority:_:)`` calls it runs inside, or `nil` outside any.
     ///
     /// Tasks started inside, structured or not, inherit it, as they inherit every task-local
-    /// value.
+    /// value. The step closure of an attempt's `andThen` or `fallback`, and each retry of
+    /// `retry`, reads its consumers' deadline here too while it runs (see
+    /// ``Attempt/deadline(at:)``), so the work it starts can pass it on.
     public static var current: ContinuousClock.Instant? {
         innermost
     }
@@ -100,4 +102,15 @@ public enum Deadline {
 
     /// The earliest deadline of the calls around the current task.
     @TaskLocal private static var innermost: ContinuousClock.Instant?
+
+    /// Runs `body` with ``current`` reading `deadline` too, if it is on the continuous clock (the
+    /// earliest wins): what a stage's step closure runs under, so that the work it starts sees
+    /// its consumers' deadline.
+    @usableFromInline
+    internal static func run<Result>(under deadline: DeadlineMark?, _ body: () -> Result) -> Result {
+        guard let instant = deadline?.instant(on: ContinuousClock()) else {
+            return body()
+        }
+        return $innermost.withValue(innermost.map { min($0, instant) } ?? instant, operation: body)
+    }
 }

@@ -70,6 +70,24 @@ internal struct DeadlineMark: Sendable, Hashable {
         DeadlineMark(clock.now.advanced(by: limit), on: clock)
     }
 
+    /// The time from now until this deadline, on the continuous clock or on `executor`'s if it
+    /// is this deadline's clock; `nil` on a clock it cannot read.
+    @usableFromInline
+    internal func remaining(measuredBy executor: some SchedulingExecutor) -> Duration? {
+        let continuous = ContinuousClock()
+        if let instant = instant(on: continuous) {
+            return continuous.now.duration(to: instant)
+        }
+        guard let clock = executor as? any DeadlineClock else {
+            return nil
+        }
+        return remaining(on: clock)
+    }
+
+    private func remaining<C: DeadlineClock>(on clock: C) -> Duration? {
+        instant(on: clock).map { clock.now.duration(to: $0) }
+    }
+
     /// This deadline as an instant of `clock`, or `nil` if it is on another clock.
     @inlinable
     internal func instant<C: DeadlineClock>(on clock: C) -> C.Instant? {

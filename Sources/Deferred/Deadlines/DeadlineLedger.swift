@@ -50,7 +50,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
         var garbage = Garbage()
         var reports: [DeadlineRecord] = []
         lock.withLock {
-            guard let word = node.markTracked(), !DemandState(rawValue: word).isFinal else {
+            guard let word = mark(node, garbage: &garbage), !word.isFinal else {
                 return
             }
             let record = self.record(of: node)
@@ -99,14 +99,11 @@ internal final class DeadlineLedger: @unchecked Sendable {
     internal func leave(_ node: ChainNode) {
         var garbage = Garbage()
         lock.withLock {
-            // In `deinit` the record's weak reference reads `nil` already.
-            let key = ObjectIdentifier(node)
-            guard let record = records[key], record.node === node || record.node == nil else {
+            guard let record = records.removeValue(forKey: ObjectIdentifier(node)) else {
                 return
             }
-            records[key] = nil
             withdraw(record, garbage: &garbage)
-            garbage.records.append(record)
+            garbage.add(record)
         }
         _ = garbage
     }
@@ -120,7 +117,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
         var garbage = Garbage()
         var reports: [DeadlineRecord] = []
         let counted = lock.withLock {
-            guard let word = node.markTracked(), !DemandState(rawValue: word).isFinal else {
+            guard let word = self.mark(node, garbage: &garbage), !word.isFinal else {
                 return false
             }
             guard count(mark, on: node) else {
@@ -147,12 +144,27 @@ internal final class DeadlineLedger: @unchecked Sendable {
     /// The needed-until of `node`, which is tracked from now on; `nil` if it has none or its
     /// demand ended.
     internal func neededUntil(_ node: ChainNode) -> DeadlineMark? {
-        lock.withLock {
-            guard let word = node.markTracked(), !DemandState(rawValue: word).isFinal else {
+        var garbage = Garbage()
+        let needed: DeadlineMark? = lock.withLock {
+            guard let word = mark(node, garbage: &garbage), !word.isFinal else {
                 return nil
             }
             let record = self.record(of: node)
-            return effective(record, DemandState(rawValue: node.loadDemand() ?? word))
+            return effective(record, DemandState(rawValue: node.loadDemand() ?? word.rawValue))
+        }
+        _ = garbage
+        return needed
+    }
+
+    /// The deadline of the tracked attempt `node` as a stage reads it: the earlier of its own and
+    /// its consumers'; `nil` if it has none, or no record.
+    @usableFromInline
+    internal func deadline(of node: ChainNode) -> DeadlineMark? {
+        lock.withLock {
+            guard let record = existingRecord(of: node), let word = node.loadDemand() else {
+                return nil
+            }
+            return effective(record, DemandState(rawValue: word))
         }
     }
 
@@ -160,13 +172,14 @@ internal final class DeadlineLedger: @unchecked Sendable {
     /// it has one; `node` is tracked from now on.
     internal func observe(_ node: ChainNode, _ observer: @escaping @Sendable (DeadlineMark?) -> Void) {
         var reports: [DeadlineRecord] = []
+        var garbage = Garbage()
         lock.withLock {
-            guard let word = node.markTracked(), !DemandState(rawValue: word).isFinal else {
+            guard let word = mark(node, garbage: &garbage), !word.isFinal else {
                 return
             }
             let record = self.record(of: node)
             record.observers.append(observer)
-            let current = effective(record, DemandState(rawValue: node.loadDemand() ?? word))
+            let current = effective(record, DemandState(rawValue: node.loadDemand() ?? word.rawValue))
             if record.observers.count == 1 {
                 record.reported = current
             }
@@ -180,27 +193,44 @@ internal final class DeadlineLedger: @unchecked Sendable {
             }
         }
         report(reports)
+        _ = garbage
     }
 
     // MARK: Under the lock
 
+    /// Marks `node` tracked and returns its demand word, marked; `nil` if it is not an attempt.
+    ///
+    /// The first mark drops a record left at the same identity, by an attempt released without
+    /// leaving the ledger: a record is `node`'s only while `node` is tracked (see
+    /// ``existingRecord(of:)``), and only the ledger marks, under its lock.
+    private func mark(_ node: ChainNode, garbage: inout Garbage) -> DemandState? {
+        guard let before = node.markTracked() else {
+            return nil
+        }
+        if before & DemandState.tracked == 0, let stale = records.removeValue(forKey: ObjectIdentifier(node)) {
+            garbage.add(stale)
+        }
+        return DemandState(rawValue: before | DemandState.tracked)
+    }
+
     /// The record of `node`, made if it has none.
+    /// The record of `node`, which the caller marked, made if it has none.
     private func record(of node: ChainNode) -> DeadlineRecord {
-        if let record = existingRecord(of: node) {
+        if let record = records[ObjectIdentifier(node)] {
             return record
         }
-        let record = DeadlineRecord(of: node)
+        let record = DeadlineRecord()
         records[ObjectIdentifier(node)] = record
         return record
     }
 
-    /// The record of `node`, if it has one; one left by an attempt released at the same address
-    /// does not count.
+    /// The record of `node`, if it has one: only a tracked attempt does (one left at the same
+    /// identity by an attempt released without leaving is dropped by the first ``mark(_:garbage:)``).
     private func existingRecord(of node: ChainNode) -> DeadlineRecord? {
-        guard let record = records[ObjectIdentifier(node)], record.node === node else {
+        guard let word = node.loadDemand(), word & DemandState.tracked != 0 else {
             return nil
         }
-        return record
+        return records[ObjectIdentifier(node)]
     }
 
     /// What a producer reads: the earlier of the attempt's own deadline and its needed-until.
@@ -233,15 +263,15 @@ internal final class DeadlineLedger: @unchecked Sendable {
         }
         record.countedOn = nil
         record.counted = nil
-        garbage.nodes.append(countedOn)
+        garbage.add(countedOn)
     }
 
     /// Counts `start` anew on its source if what it counts as, or where, changed, then its
     /// source, and so on up: iteratively, to any depth; tells the observers of each attempt whose
     /// needed-until changed (through `reports`).
     private func reconcile(from start: ChainNode, garbage: inout Garbage, reports: inout [DeadlineRecord]) {
-        var work = [start]
-        while let node = work.popLast() {
+        var work = WorkList(start)
+        while let node = work.pop() {
             guard let entry = existingRecord(of: node), let word = node.loadDemand() else {
                 continue
             }
@@ -264,7 +294,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
             }
             if let countedOn = entry.countedOn {
                 withdraw(entry, garbage: &garbage)
-                countedOn.forEachCountedSource { work.append($0) }
+                countedOn.forEachCountedSource { work.push($0) }
             }
             guard let source else {
                 continue
@@ -273,7 +303,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
                 // A consumer without a deadline there now, which may change what the source
                 // counts as in turn.
                 entry.countedOn = source
-                source.forEachCountedSource { work.append($0) }
+                source.forEachCountedSource { work.push($0) }
                 continue
             }
             var mixed = false
@@ -286,18 +316,18 @@ internal final class DeadlineLedger: @unchecked Sendable {
                 // It counts as a consumer without a deadline there.
                 warnOfMixedClocks()
                 entry.countedOn = source
-                source.forEachCountedSource { work.append($0) }
+                source.forEachCountedSource { work.push($0) }
                 continue
             }
             source.forEachCountedSource { input in
-                guard let inputWord = input.markTracked() else {
+                guard let inputWord = mark(input, garbage: &garbage) else {
                     return
                 }
-                if DemandState(rawValue: inputWord).isFinal && existingRecord(of: input) == nil {
+                if inputWord.isFinal && records[ObjectIdentifier(input)] == nil {
                     return  // Its demand ended: it needs no record.
                 }
                 _ = record(of: input).count(contribution)
-                work.append(input)
+                work.push(input)
             }
             entry.countedOn = source
             entry.counted = contribution
@@ -342,8 +372,46 @@ internal final class DeadlineLedger: @unchecked Sendable {
 }
 
 /// What a change of the ledger drops, kept until its lock is released: releasing a node can run
-/// its `deinit`, which may come to the ledger again.
+/// its `deinit`, which may come to the ledger again. The first two inline: most changes drop no
+/// more.
 private struct Garbage {
-    var nodes: [ChainNode] = []
-    var records: [DeadlineRecord] = []
+    var first: AnyObject?
+    var second: AnyObject?
+    var more: [AnyObject] = []
+
+    mutating func add(_ object: AnyObject) {
+        if first == nil {
+            first = object
+        } else if second == nil {
+            second = object
+        } else {
+            more.append(object)
+        }
+    }
+}
+
+/// The attempts a reconciliation has yet to visit: the last one pushed inline, as a chain hands
+/// over one at a time (a join, several).
+private struct WorkList {
+    var top: ChainNode?
+    var below: [ChainNode] = []
+
+    init(_ start: ChainNode) {
+        top = start
+    }
+
+    mutating func push(_ node: ChainNode) {
+        if let previous = top {
+            below.append(previous)
+        }
+        top = node
+    }
+
+    mutating func pop() -> ChainNode? {
+        if let node = top {
+            top = nil
+            return node
+        }
+        return below.popLast()
+    }
 }

@@ -17,10 +17,6 @@
 /// references, outside its lock.
 @usableFromInline
 internal final class DeadlineRecord {
-    /// The attempt, weakly: a record whose attempt is gone (it was released without leaving the
-    /// ledger) is never taken for another attempt made at the same address.
-    internal weak var node: ChainNode?
-
     /// The attempt's own deadline: set on it (`deadline(at:)`, `timeout`), or inherited from
     /// its source; the earliest wins.
     internal var own: DeadlineMark?
@@ -56,9 +52,7 @@ internal final class DeadlineRecord {
     /// Whether a thread is telling the observers of ``unreported`` now.
     internal var reporting = false
 
-    internal init(of node: ChainNode) {
-        self.node = node
-    }
+    internal init() {}
 
     /// The needed-until, given the attempt's demand word `demand`.
     internal func neededUntil(demand: DemandState) -> DeadlineMark? {

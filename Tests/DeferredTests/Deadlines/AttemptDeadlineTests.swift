@@ -355,6 +355,33 @@ final class Heard: @unchecked Sendable {
         withExtendedLifetime(limited) {}
     }
 
+    @Test func aStepThatStartsAnAttemptReadsItsConsumersDeadline() {
+        let outer = DeferredAttempt<Int, TestError>()
+        let seen = Deferred<ContinuousClock.Instant?>()
+        let deadline = ContinuousClock.now + .seconds(60)
+        let chained = outer.attempt.andThen(upon: .immediate) { (value: Int) -> Attempt<Int, TestError> in
+            seen.fill(with: Deadline.current)
+            return Attempt(succeededWith: value)
+        }
+        let limited = chained.deadline(at: deadline)
+        outer.succeed(with: 1)
+        #expect(seen.peek() == .some(deadline))
+        #expect(limited.peek() == .success(1))
+        #expect(Deadline.current == nil, "only while the step runs")
+    }
+
+    @Test func aRetryNeverWaitsOutABackoffThatEndsAfterTheDeadline() {
+        let clock = VirtualTimeExecutor()
+        let starts = Counter()
+        let looped = Attempt<Int, TestError>.retry(attempts: 10, delay: .seconds(1), upon: clock) {
+            Attempt(failedWith: .failed(starts.increment()))
+        }
+        let limited = looped.deadline(at: clock.now + .milliseconds(2_500), on: clock)
+        clock.advance(by: .seconds(2))
+        #expect(starts.value == 3, "at 0 s, 1 s and 2 s; a try at 3 s would come after the deadline")
+        #expect(limited.peek() == .failure(.failed(2)), "the last try's failure, before the deadline")
+    }
+
     @Test func anOwnerPassesItsDeadlineToTheAttemptItsStepStarted() {
         let clock = VirtualTimeExecutor()
         let inner = AttemptDeadlineTests.Producer()

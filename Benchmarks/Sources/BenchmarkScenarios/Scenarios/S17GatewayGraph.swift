@@ -61,6 +61,41 @@ extension Scenario {
         ]
     )
 
+    /// S19: S17's request under its caller's deadline instead of a time limit: the deadline
+    /// travels up to the three producers, which the request's graph tells (each producer's
+    /// attempt is tracked by the deadline ledger), and which could read it to pass it on. The
+    /// peer is S17's: NIO's request graph with a scheduled task at the deadline.
+    static let gatewayGraphUnderDeadline = Scenario(
+        id: "S19",
+        title: "gateway request under a deadline: 3 producers, join, map, deadline, callback",
+        operation: "request",
+        unit: .nanoseconds,
+        fullSize: 200_000,
+        quickSize: 5_000,
+        trials: [
+            .deferred: { count in
+                Trial {
+                    for _ in 0..<count {
+                        let first = DeferredAttempt<Int, BenchFailure>()
+                        let second = DeferredAttempt<Int, BenchFailure>()
+                        let third = DeferredAttempt<Int, BenchFailure>()
+                        first.onCancel(cancelled)
+                        second.onCancel(cancelled)
+                        third.onCancel(cancelled)
+                        [first.attempt, second.attempt, third.attempt].allSucceeded()
+                            .map(upon: .immediate, transform: combineReplies)
+                            .deadline(at: .now + .seconds(60), failingWith: .timedOut)
+                            .upon(.immediate, execute: consumeReply)
+                        first.succeed(with: 1)
+                        second.succeed(with: 2)
+                        third.succeed(with: 3)
+                    }
+                }
+            },
+            .nio: gatewayGraph.trials[.nio]!,
+        ]
+    )
+
     /// S18: a time limit armed on a long deadline and withdrawn when its attempt finishes first,
     /// as most limits of a busy service are (peer: a scheduled task cancelled on NIO's loop).
     static let timeoutWithdrawn = Scenario(
