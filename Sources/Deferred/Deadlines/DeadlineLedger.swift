@@ -214,7 +214,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
     }
 
     /// The record of `node`, made if it has none.
-    /// The record of `node`, which the caller marked, made if it has none.
+    /// The record of `node` (which the caller marked), made if it has none.
     private func record(of node: ChainNode) -> DeadlineRecord {
         if let record = records[ObjectIdentifier(node)] {
             return record
@@ -371,9 +371,10 @@ internal final class DeadlineLedger: @unchecked Sendable {
     }
 }
 
-/// What a change of the ledger drops, kept until its lock is released: releasing a node can run
-/// its `deinit`, which may come to the ledger again. The first two inline: most changes drop no
-/// more.
+/// What a change of the ledger drops, kept until its lock is released.
+///
+/// Releasing a node can run its `deinit`, which may come to the ledger again. The first two
+/// inline: most changes drop no more.
 private struct Garbage {
     var first: AnyObject?
     var second: AnyObject?

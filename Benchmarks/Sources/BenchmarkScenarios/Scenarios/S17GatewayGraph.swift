@@ -61,10 +61,11 @@ extension Scenario {
         ]
     )
 
-    /// S19: S17's request under its caller's deadline instead of a time limit: the deadline
-    /// travels up to the three producers, which the request's graph tells (each producer's
-    /// attempt is tracked by the deadline ledger), and which could read it to pass it on. The
-    /// peer is S17's: NIO's request graph with a scheduled task at the deadline.
+    /// S19: S17's request under its caller's deadline instead of a time limit.
+    ///
+    /// The deadline travels up to the three producers (each producer's attempt is tracked by the
+    /// deadline ledger), which could read it to pass it on. The peer is S17's: NIO's request
+    /// graph with a scheduled task at the deadline.
     static let gatewayGraphUnderDeadline = Scenario(
         id: "S19",
         title: "gateway request under a deadline: 3 producers, join, map, deadline, callback",
