@@ -213,8 +213,7 @@ internal final class DeadlineLedger: @unchecked Sendable {
         return DemandState(rawValue: before | DemandState.tracked)
     }
 
-    /// The record of `node`, made if it has none.
-    /// The record of `node` (which the caller marked), made if it has none.
+    /// The record of `node`, which the caller marked; made if it has none.
     private func record(of node: ChainNode) -> DeadlineRecord {
         if let record = records[ObjectIdentifier(node)] {
             return record
