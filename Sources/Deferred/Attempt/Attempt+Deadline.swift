@@ -87,18 +87,29 @@ extension Attempt {
     /// The failure of a passed deadline for `node`'s failure type; stops the program if the type
     /// has none.
     internal static func deadlineFailure(of node: AttemptNode<Success, Failure>) -> Failure {
-        if let error = DeadlineError() as? Failure {
-            return error
-        }
-        if let expirable = Failure.self as? any ExpirableError.Type {
-            return deadlinePassed(of: expirable) as! Failure
-        }
-        if let error = node.cancellationError {
+        if let error = node.deadlineFailure {
             return error
         }
         preconditionFailure(
             "deadline(at:) has no error to fail \(Self.self) with: \(Failure.self) is neither an ExpirableError "
                 + "nor a CancellableError and has no cancellation error; use deadline(at:failingWith:)")
+    }
+
+}
+
+extension AttemptNode {
+    /// The failure of a passed deadline for this attempt's failure type: ``DeadlineError`` for
+    /// `any Error`, `.deadlinePassed` for an ``ExpirableError``, else its cancellation error;
+    /// `nil` if it has none of these.
+    @usableFromInline
+    internal final var deadlineFailure: Failure? {
+        if let error = DeadlineError() as? Failure {
+            return error
+        }
+        if let expirable = Failure.self as? any ExpirableError.Type {
+            return Self.deadlinePassed(of: expirable) as? Failure
+        }
+        return cancellationError
     }
 
     private static func deadlinePassed<E: ExpirableError>(of _: E.Type) -> any Error {

@@ -7,7 +7,10 @@ extension Attempt {
     /// ```
     ///
     /// A cancellation passes through at once. Cancelling the new attempt while it waits means
-    /// the result is never delivered.
+    /// the result is never delivered. A delay that would end after the deadline of the new
+    /// attempt's consumers (see ``deadline(at:)``) fails at once with the deadline's failure
+    /// (``DeadlineError`` for `any Error`, `.deadlinePassed` for an ``ExpirableError``, else the
+    /// cancellation error), since nobody would take the result.
     ///
     /// - Parameters:
     ///   - delay: How long after this attempt finishes to wait.
@@ -64,6 +67,10 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
         guard let executor = node.executor.take() else {
             return
         }
+        if node.isTracked, let failure = node.failureIfDelayedPastDeadline(measuredBy: executor) {
+            node.decide(.failure(failure), cancelled: false, in: &queue)
+            return
+        }
         guard node.pending.exchangeUnlessTagged(ValueBox(passed)).exchanged else {
             return  // Cancelled already.
         }
@@ -75,6 +82,18 @@ internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: Attemp
                 }
             }
         }
+    }
+
+    /// The deadline failure if the delay would end after its consumers' deadline (nobody would
+    /// take the result), and the failure type can say so; `nil` otherwise.
+    @usableFromInline
+    internal func failureIfDelayedPastDeadline(measuredBy executor: some SchedulingExecutor) -> Failure? {
+        guard let deadline = DeadlineLedger.shared.deadline(of: self),
+            let remaining = deadline.remaining(measuredBy: executor), remaining < delay
+        else {
+            return nil
+        }
+        return deadlineFailure
     }
 
     @usableFromInline

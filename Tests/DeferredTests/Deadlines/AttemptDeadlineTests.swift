@@ -382,6 +382,25 @@ final class Heard: @unchecked Sendable {
         #expect(limited.peek() == .failure(.failed(2)), "the last try's failure, before the deadline")
     }
 
+    @Test func aDelayPastItsConsumersDeadlineFailsAtOnce() {
+        let clock = VirtualTimeExecutor()
+        let source = DeferredAttempt<Int, any Error>()
+        let late = source.attempt.delay(by: .seconds(3), upon: clock)
+        let lateLimited = late.deadline(at: clock.now + .seconds(2), on: clock)
+        let inTime = source.attempt.delay(by: .seconds(1), upon: clock)
+        let inTimeLimited = inTime.deadline(at: clock.now + .seconds(2), on: clock)
+        source.succeed(with: 4)
+        if case .failure(let error) = late.peek() {
+            #expect(error is DeadlineError, "nobody would take it after 3 s")
+        } else {
+            Issue.record("a delay past its consumers' deadline fails at once")
+        }
+        #expect(inTime.peek() == nil)
+        clock.advance(by: .seconds(1))
+        #expect((try? inTime.peek()?.get()) == 4)
+        withExtendedLifetime((lateLimited, inTimeLimited)) {}
+    }
+
     @Test func anOwnerPassesItsDeadlineToTheAttemptItsStepStarted() {
         let clock = VirtualTimeExecutor()
         let inner = AttemptDeadlineTests.Producer()
