@@ -49,7 +49,10 @@ extension Attempt {
         } catch {
             // The awaiting task was cancelled: stop needing the attempt (which stops it unless
             // something else needs it), then report it.
-            unit?.release(reasonBits: DemandState.stoppedByCancel)
+            // Cancelled because its deadline passed (`Deadline.run` cancels the operation's
+            // task then), or by someone.
+            let deadlinePassed = Deadline.current.map { $0 <= .now } ?? false
+            unit?.release(reasonBits: deadlinePassed ? DemandState.stoppedByDeadline : DemandState.stoppedByCancel)
             guard let cancellation = node.cancellationError else {
                 return try await Future(storage: node).value.get()
             }

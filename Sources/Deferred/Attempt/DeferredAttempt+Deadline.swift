@@ -26,9 +26,12 @@ extension DeferredAttempt {
     /// it takes. It may read later than exact (an attempt keeps the latest deadline its bounded
     /// consumers had until none is left), never earlier.
     ///
-    /// A `timeout` counts from the moment the producer first asked (read this, or added a
-    /// handler with ``onDeadlineChange(_:)``), which tracks the attempt from then on: until then,
-    /// limits cost nothing more than their timer. ``Attempt/deadline(at:)`` always counts.
+    /// A `timeout` counts where it is set on a tracked attempt: this one once the producer first
+    /// asked (read this, or added a handler with ``onDeadlineChange(_:)``), and any stage made
+    /// from a tracked attempt after that (a stage made before stays untracked until a deadline
+    /// reaches it). Until then, limits cost nothing more than their timer.
+    /// ``Attempt/deadline(at:)`` always counts: ask first, or use it, where the producer must
+    /// know.
     ///
     /// When it passes and nothing else needs the attempt, the attempt is cancelled, and the
     /// cancel handlers learn ``CancellationReason/deadlinePassed``.

@@ -43,8 +43,12 @@ internal final class DeadlineLedger: @unchecked Sendable {
     // MARK: Events
 
     /// A new attempt, `node`, has its own deadline `own`, or derives from a tracked source: it is
-    /// tracked from now on, inherits its source's own deadline (the earliest wins), and counts on
-    /// its source as it should.
+    /// tracked from now on, and counts on its source as it should.
+    ///
+    /// A stage does not take on its source's own deadline: that bounds the source's result, not
+    /// what comes after it (the attempt an `andThen` starts once its source succeeded, a `delay`),
+    /// and for a stage that only passes its source's result on it changes nothing its source's
+    /// producer reads.
     @usableFromInline
     internal func track(_ node: ChainNode, own: DeadlineMark?) {
         var garbage = Garbage()
@@ -54,14 +58,10 @@ internal final class DeadlineLedger: @unchecked Sendable {
                 return
             }
             let record = self.record(of: node)
-            var inherited = own
-            if let source = node.currentSource(), let sourceOwn = existingRecord(of: source)?.own {
-                inherited = sourceOwn.earlier(own)
-            }
-            if let inherited {
-                record.own = record.own.map { $0.earlier(inherited) } ?? inherited
+            if let own {
+                record.own = record.own.map { $0.earlier(own) } ?? own
                 if record.clock == nil {
-                    record.clock = inherited.clock
+                    record.clock = own.clock
                 }
             }
             reconcile(from: node, garbage: &garbage, reports: &reports)

@@ -17,8 +17,7 @@
 /// references, outside its lock.
 @usableFromInline
 internal final class DeadlineRecord {
-    /// The attempt's own deadline: set on it (`deadline(at:)`, `timeout`), or inherited from
-    /// its source; the earliest wins.
+    /// The attempt's own deadline, set on it (`deadline(at:)`, a `timeout`).
     internal var own: DeadlineMark?
 
     /// The clock of this attempt's deadlines: its own deadline's, or its first bounded
