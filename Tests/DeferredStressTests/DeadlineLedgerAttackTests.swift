@@ -258,8 +258,9 @@ extension StressSuites {
 
         // MARK: Re-entrancy
 
-        /// Observers and cancel handlers that come back to the API: read, add consumers, observe,
-        /// cancel. Nothing deadlocks, and the work stops once.
+        /// Observers and cancel handlers that come back to the API: nothing deadlocks.
+        ///
+        /// They read, add consumers, observe and cancel; the work stops once.
         @Test func observersAndCancelHandlersThatComeBack() {
             let finished = dlFinishes(within: 60) {
                 let clock = VirtualTimeExecutor()
@@ -479,9 +480,9 @@ extension StressSuites {
             var value: Int { seconds.load(ordering: .acquiring) }
         }
 
-        /// A producer with a 5 s consumer; a handler pins the attempt on one side while a 9 s
-        /// consumer arrives on the other, the producer reading on both sides. Observers hear the
-        /// final state last.
+        /// A handler pinning against a 9 s consumer arriving, over a producer with a 5 s consumer.
+        ///
+        /// The producer reads on both sides; observers hear the final state last.
         final class PinRound: Sendable {
             let clock = VirtualTimeExecutor()
             fileprivate let producer = DLProducer()
@@ -624,9 +625,11 @@ extension StressSuites {
                 })
         }
 
+        /// Consumers coming and going while the producer observes.
+        ///
         /// Consumers with deadlines leave by cancel on one side while a reader without a deadline
-        /// (a stage without consumers) and one with arrive on the other; the producer observes.
-        /// The last value heard is always the one it reads at the end.
+        /// (a stage without consumers) and one with arrive on the other. The last value heard is
+        /// always the one it reads at the end.
         final class ChurnRound: Sendable {
             let clock = VirtualTimeExecutor()
             fileprivate let producer = DLProducer()
