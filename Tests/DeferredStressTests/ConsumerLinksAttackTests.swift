@@ -639,7 +639,7 @@ extension StressSuites {
                 }
             }
             let snapshot = probes
-            let finished = OrphaningAttackTests.returns(within: 20) {
+            let finished = returnsOnAThread(within: 20) {
                 for index in stride(from: 0, to: 20, by: 4) { snapshot[index].cancel() }
             }
             #expect(finished, "cancelling returned")

@@ -55,16 +55,6 @@ private func dlSeconds(_ instant: VirtualTimeExecutor.Instant?) -> Int {
     instant.map { Int($0.sinceStart.components.seconds) } ?? -1
 }
 
-/// Runs `body` on a thread of its own; returns whether it finished within `seconds`.
-private func dlFinishes(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
-    let done = DispatchSemaphore(value: 0)
-    Thread {
-        body()
-        done.signal()
-    }.start()
-    return done.wait(timeout: .now() + seconds) == .success
-}
-
 extension StressSuites {
     @Suite struct DeadlineLedgerAttackTests {
         // MARK: Owners must not pass on a deadline that bounded what they followed before
@@ -262,7 +252,7 @@ extension StressSuites {
         ///
         /// They read, add consumers, observe and cancel; the work stops once.
         @Test func observersAndCancelHandlersThatComeBack() {
-            let finished = dlFinishes(within: 60) {
+            let finished = returnsOnAThread(within: 60) {
                 let clock = VirtualTimeExecutor()
                 let producer = DLProducer()
                 let extra = Mutex<[Attempt<Int, TestError>]>([])
@@ -308,7 +298,7 @@ extension StressSuites {
         /// An observer that cancels the consumer whose arrival it hears, and an observer that
         /// succeeds the work.
         @Test func observersThatCancelAndSucceed() {
-            let finished = dlFinishes(within: 60) {
+            let finished = returnsOnAThread(within: 60) {
                 let clock = VirtualTimeExecutor()
                 let producer = DLProducer()
                 let consumers = Mutex<[Attempt<Int, TestError>]>([])

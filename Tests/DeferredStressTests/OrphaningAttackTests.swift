@@ -54,16 +54,6 @@ extension StressSuites {
             _ = consume tracked
         }
 
-        /// Runs `body` on a thread and waits for it up to `seconds`; `false` if it did not return.
-        static func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                body()
-                done.signal()
-            }.start()
-            return done.wait(timeout: .now() + seconds) == .success
-        }
-
         // MARK: Races: writer release against another thread
 
         final class CancelFixture<Failure: Error>: Sendable {
@@ -89,7 +79,7 @@ extension StressSuites {
             _: Failure.Type, cancelDerived: Bool, cancelled: Failure?
         ) {
             let fixtures = (0..<Self.rounds).map { _ in CancelFixture<Failure>(cancelDerived: cancelDerived) }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(
                     fixtures,
                     left: { $0.slot.lose() },
@@ -137,7 +127,7 @@ extension StressSuites {
 
         @Test func writerReleaseRacesUponWaitPeekAndNewStages() {
             let fixtures = (0..<Self.rounds).map { _ in ReaderFixture() }
-            let finished = Self.returns(within: 60) {
+            let finished = returnsOnAThread(within: 60) {
                 RaceHarness.run(
                     fixtures,
                     left: { $0.slot.lose() },
@@ -210,11 +200,11 @@ extension StressSuites {
                 let derived = slot.attempt.map(upon: .immediate) { $0 }
                 let result = Mutex<Result<Int, TestError>??>(nil)
                 let started = ContinuousClock.now
-                let finished = Self.returns(within: 10) {
+                let finished = returnsOnAThread(within: 10) {
                     let waited = derived.wait(until: .now() + .milliseconds(20))
                     result.withLock { $0 = .some(waited) }
                 }
-                _ = Self.returns(within: 5) {
+                _ = returnsOnAThread(within: 5) {
                     RaceHarness.pause(Int.random(in: 0..<20_000))
                     slot.lose()
                 }
@@ -290,7 +280,7 @@ extension StressSuites {
         @Test(arguments: ["allSucceeded", "and", "firstSucceeded"], [true, false])
         func writerReleaseRacesTheOtherInputOfAJoin(kind: String, otherSucceeds: Bool) {
             let fixtures = (0..<Self.rounds).map { _ in JoinFixture(kind: kind, otherSucceeds: otherSucceeds) }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(
                     fixtures,
                     left: { $0.orphaned.lose() },
@@ -441,7 +431,7 @@ extension StressSuites {
         /// The writer goes while the limit fires; only the stage after the timeout stage is held.
         @Test func writerReleaseRacesTheLimitOfATimeoutStage() {
             let fixtures = (0..<300).map { _ in TimeoutFixture() }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(fixtures, left: { $0.slot.lose() }, right: { _ = $0.tail.peek() })
             }
             #expect(finished)
@@ -483,7 +473,7 @@ extension StressSuites {
 
         @Test func twoInputsOfAJoinOrphanedOnTwoThreadsAtOnce() {
             let fixtures = (0..<Self.rounds).map { _ in TwoLossFixture() }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(fixtures, left: { $0.a.lose() }, right: { $0.b.lose() })
             }
             #expect(finished)
@@ -531,7 +521,7 @@ extension StressSuites {
 
         @Test func bridgedFutureReleaseRacesCancelAndNewStages() {
             let fixtures = (0..<Self.rounds).map { _ in BridgeFixture() }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(
                     fixtures,
                     left: { fixture in
@@ -687,7 +677,7 @@ extension StressSuites {
 
         @Test func theLastLossOfAJoinRacesItsCancel() {
             let fixtures = (0..<Self.rounds).map { _ in JoinCancelFixture() }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(fixtures, left: { $0.orphaned.lose() }, right: { $0.joined.cancel() })
             }
             #expect(finished)
@@ -888,7 +878,7 @@ extension StressSuites {
 
         @Test func orphaningOfASharedRunRacesANewCaller() {
             let fixtures = (0..<Self.rounds).map { _ in SharedFixture() }
-            let finished = Self.returns(within: 30) {
+            let finished = returnsOnAThread(within: 30) {
                 RaceHarness.run(
                     fixtures,
                     left: { $0.slot.lose() },

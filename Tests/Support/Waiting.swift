@@ -9,6 +9,17 @@ extension FutureProtocol {
     }
 }
 
+/// Runs `body` on a thread of its own and waits up to `seconds` for it; `false` if it did not
+/// return by then (a deadlock, say), so that a broken test fails instead of hanging.
+public func returnsOnAThread(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        body()
+        done.signal()
+    }.start()
+    return done.wait(timeout: .now() + seconds) == .success
+}
+
 extension DispatchQueue {
     /// Returns once every body submitted to this serial queue so far has run and been released.
     public func flush() {
