@@ -219,19 +219,28 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     /// whether it did and the object taken out, with its mark.
     ///
     /// If the tag is set, the caller still owns `object`.
+    ///
+    /// Sequentially consistent: an owner that switches an attempt's source here then loads the
+    /// attempt's demand word for the *tracked* bit, which the deadline ledger sets before it
+    /// loads this slot (the store-buffering shape, which acquiring and releasing does not order;
+    /// see ``DeadlineLedger``). On x86 and ARM it is the same instruction.
     @inlinable
     internal func exchangeUnlessTagged(
         _ object: Object?, marked: Bool = false
     ) -> (exchanged: Bool, previous: Object?, previousMarked: Bool) {
         let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
-        let (observed, exchanged) = bits.update { observed in
-            observed & Self.tagBit == 0 ? new : nil
+        var observed = bits.load(ordering: .acquiring)
+        while observed & Self.tagBit == 0 {
+            let (exchanged, original) = bits.compareExchange(
+                expected: observed, desired: new, successOrdering: .sequentiallyConsistent,
+                failureOrdering: .acquiring)
+            if exchanged {
+                return (true, Self.take(observed), observed & Self.markBit != 0)
+            }
+            observed = original
         }
-        guard exchanged else {
-            Self.release(new)
-            return (false, nil, false)
-        }
-        return (true, Self.take(observed), observed & Self.markBit != 0)
+        Self.release(new)
+        return (false, nil, false)
     }
 
     /// Takes the object out, with its mark, and sets the tag, so that nothing can be stored any

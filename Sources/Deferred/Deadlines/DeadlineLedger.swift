@@ -21,7 +21,13 @@
 /// lock) before releasing it. The ledger marks an attempt tracked (an atomic read-modify-write of
 /// its demand word) before it reads its slot, and only reads the slot of an attempt whose demand
 /// has not ended (or, for a time limit or an owner, with a read-modify-write taking it): of the
-/// two, the owner's check or the ledger's read sees the other's step.
+/// two, the owner's check or the ledger's read sees the other's step. Where the owner ends the
+/// demand, it settles or stops the word (a read-modify-write) before it takes from the slot, so
+/// the word's own order decides: a mark before the end is seen by the owner's check; a mark after
+/// it sees the end, and the ledger does not read the slot. Where the owner switches its source
+/// (the store-buffering shape), its exchange of the slot and its check, and the ledger's mark and
+/// its read, are all sequentially consistent. `DeadlineHandshakeModelTests` checks the orders
+/// over every interleaving, and that the two broken ones fail.
 ///
 /// `@unchecked Sendable`: ``records`` and ``warnedOfMixedClocks`` are touched only under ``lock``.
 @usableFromInline
