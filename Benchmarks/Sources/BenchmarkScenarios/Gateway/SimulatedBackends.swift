@@ -12,6 +12,9 @@ public final class SimulatedBackends: @unchecked Sendable {
         var deadline: UInt64
         var sequence: Int
         var slot: Int
+        /// Whether the entry stops its call unanswered (the call's budget ends) instead of
+        /// answering it.
+        var stops = false
     }
 
     private struct Slot {
@@ -70,6 +73,24 @@ public final class SimulatedBackends: @unchecked Sendable {
         return Call(slot: slot, sequence: sequence)
     }
 
+    /// Makes the backend stop `call` by itself at `deadline` if it has not answered by then, as
+    /// a backend told its caller's budget does: its reply never runs.
+    public func stop(_ call: Call, at deadline: ContinuousClock.Instant) {
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        let nanoseconds = max(
+            0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
+        let uptime = DispatchTime.now().uptimeNanoseconds + UInt64(nanoseconds)
+        condition.lock()
+        if slots[call.slot].sequence == call.sequence {
+            heap.append(Entry(deadline: uptime, sequence: call.sequence, slot: call.slot, stops: true))
+            siftUp(heap.count - 1)
+            if heap[0].sequence == call.sequence && heap[0].stops {
+                condition.signal()
+            }
+        }
+        condition.unlock()
+    }
+
     /// Drops `call` if it has not been answered: its reply never runs.
     ///
     /// Returns whether it dropped it.
@@ -110,7 +131,9 @@ public final class SimulatedBackends: @unchecked Sendable {
             slots[first.slot].sequence = -1
             freeSlots.append(first.slot)
             condition.unlock()
-            reply()
+            if !first.stops {
+                reply()
+            }
             condition.lock()
         }
         condition.unlock()
