@@ -348,8 +348,8 @@ private func deadlinesSentence(_ result: GatewayResults) -> String {
     else {
         return ""
     }
-    return " With each request under a deadline that its backends learn and stop at by themselves, "
-        + "\(format(deadlines.processorMicrosecondsPerRequest)) µs "
+    return " With each request under a deadline that its backends learn and stop at by themselves, it "
+        + "spends \(format(deadlines.processorMicrosecondsPerRequest)) µs "
         + "(\(format(deadlines.processorMicrosecondsPerRequest / ours.processorMicrosecondsPerRequest))× its "
         + "time limits)."
 }
