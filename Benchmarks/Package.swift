@@ -48,6 +48,8 @@ let package = Package(
             name: "DeferredBench",
             dependencies: [
                 "BenchmarkScenarios",
+                .product(name: "Deferred", package: "Deferred"),
+                .product(name: "DeferredExecutors", package: "Deferred"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
             swiftSettings: swiftSettings

@@ -10,3 +10,17 @@ var currentThreadIdentifier: UInt {
         UInt(pthread_self())
     #endif
 }
+
+/// Gives the calling thread `name`, for Foundation and for the operating system.
+///
+/// Debuggers and tools show the system's name. On Linux a name set before `start()` does
+/// not reach the thread, and Foundation's setter does not always reach the system either,
+/// so the name is also written where Linux keeps it.
+func nameCurrentThread(_ name: String) {
+    Thread.current.name = name
+    #if os(Linux)
+        // Linux only: /proc/thread-self exists there; Darwin's Foundation sets the name itself.
+        try? String(name.utf8.prefix(15))?.write(
+            toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+    #endif
+}

@@ -25,7 +25,7 @@ final class ThreadLoop: Sendable {
         let work = ThreadWork()
         let started = Deferred<RunLoopReference>()
         let thread = Thread {
-            ThreadLoop.nameCurrentThread(name)
+            nameCurrentThread(name)
             work.run(started: started)
         }
         thread.start()
@@ -82,20 +82,6 @@ final class ThreadLoop: Sendable {
             runLoop.perform { [work] in work.finish(runningDelayedDueBy: now) }
         }
         return Future(work.exited)
-    }
-
-    /// Gives the calling thread `name`, for Foundation and for the operating system.
-    ///
-    /// Debuggers and tools show the system's name. On Linux a name set before `start()` does
-    /// not reach the thread, and Foundation's setter does not always reach the system either,
-    /// so the name is also written where Linux keeps it.
-    private static func nameCurrentThread(_ name: String) {
-        Thread.current.name = name
-        #if os(Linux)
-            // Linux only: /proc/thread-self exists there; Darwin's Foundation sets the name itself.
-            try? String(name.utf8.prefix(15))?.write(
-                toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-        #endif
     }
 }
 
@@ -207,54 +193,5 @@ private final class ThreadWork: Sendable {
         RunLoopReference(runLoop: runLoop!, inCommonModes: false).perform {
             CFRunLoopStop(CFRunLoopGetCurrent())
         }
-    }
-}
-
-/// A body waiting on a ``ThreadExecutor``'s stack; released right after it runs.
-private final class PendingBody: StackNode {
-    let body: @Sendable () -> Void
-
-    /// The address bits of the next older body; only the node's owner of the moment touches it.
-    @exclusivity(unchecked)
-    var next: UInt = 0
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-    }
-}
-
-/// The delayed bodies of a ``ThreadExecutor``, by deadline, then submission.
-private struct DelayedBodies: Sendable {
-    private var queue = TimerHeap<ContinuousClock.Instant, TimedBody>()
-    private var isClosed = false
-
-    /// Adds `body` unless the executor shut down.
-    mutating func insert(deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () -> Void) -> Bool {
-        guard !isClosed else {
-            return false
-        }
-        queue.insert(TimedBody(body), at: deadline)
-        return true
-    }
-
-    /// Takes the first body if it is due by `end`.
-    mutating func popFirst(dueBy end: ContinuousClock.Instant) -> (@Sendable () -> Void)? {
-        queue.popFirst(dueBy: end)?.element.run
-    }
-
-    /// Refuses new bodies and hands back the waiting ones not due by `now`, for the caller to
-    /// release outside the lock (their captures' deinitializers may submit again); the bodies
-    /// already due stay, to run before the thread ends.
-    mutating func close(keepingDueBy now: ContinuousClock.Instant) -> [@Sendable () -> Void] {
-        isClosed = true
-        var due: [(deadline: ContinuousClock.Instant, element: TimedBody)] = []
-        while let first = queue.popFirst(dueBy: now) {
-            due.append(first)
-        }
-        let notDue = queue.removeAll()
-        for (deadline, body) in due {
-            queue.insert(body, at: deadline)
-        }
-        return notDue.map(\.run)
     }
 }

@@ -4,11 +4,12 @@ import Foundation
 import TestSupport
 import Testing
 
-/// What a ThreadExecutor leaves behind when it stops: nothing it was given, and no identity a
+/// What a ThreadExecutor or a LoopExecutor leaves behind when it stops: nothing it was given, and no identity a
 /// later thread could share.
 @Suite struct ThreadExecutorLifecycleTests {
-    @Test func delayedBodiesNotYetDueAreReleasedByShutdown() {
-        let executor = ThreadExecutor(name: "delays")
+    @Test(arguments: OwnedThreadKind.allCases) func delayedBodiesNotYetDueAreReleasedByShutdown(_ kind: OwnedThreadKind)
+    {
+        let executor = kind.make(name: "delays")
         let live = LiveCount()
         let ran = Counter()
         for _ in 0..<50 {
@@ -25,8 +26,10 @@ import Testing
         #expect(ran.value == 0)
     }
 
-    @Test func delayedBodiesRunInOrderOfDeadlineThenSubmission() {
-        let executor = ThreadExecutor(name: "delay order")
+    @Test(arguments: OwnedThreadKind.allCases) func delayedBodiesRunInOrderOfDeadlineThenSubmission(
+        _ kind: OwnedThreadKind
+    ) {
+        let executor = kind.make(name: "delay order")
         defer { executor.shutdown() }
         let recorder = OrderRecorder(count: 4)
         let done = Deferred<Void>()
@@ -43,8 +46,8 @@ import Testing
 
     /// The system reuses a finished thread's identifier for new threads; an identity based on it
     /// alone made `isCurrent` and `isIsolatingCurrentContext()` true on unrelated threads.
-    @Test func noLaterThreadPassesForTheExecutorsThread() {
-        let executor = ThreadExecutor(name: "finished")
+    @Test(arguments: OwnedThreadKind.allCases) func noLaterThreadPassesForTheExecutorsThread(_ kind: OwnedThreadKind) {
+        let executor = kind.make(name: "finished")
         let onItsThread = Deferred<Bool>()
         executor.submit { onItsThread.fill(with: executor.isCurrent) }
         #expect(onItsThread.value() == true)
@@ -53,7 +56,7 @@ import Testing
         for _ in 0..<200 {
             let checked = Deferred<Void>()
             let thread = Thread {
-                if executor.isCurrent || executor.isIsolatingCurrentContext() == true {
+                if executor.isCurrent || (executor as? ThreadExecutor)?.isIsolatingCurrentContext() == true {
                     mistaken.increment()
                 }
                 checked.fill()
@@ -64,12 +67,13 @@ import Testing
         #expect(mistaken.value == 0, "\(mistaken.value) of 200 later threads passed for the executor's thread")
     }
 
-    @Test func theThreadExitsAndReleasesEverythingWhenTheExecutorIsReleasedWithWorkQueued() {
+    @Test(arguments: OwnedThreadKind.allCases)
+    func theThreadExitsAndReleasesEverythingWhenTheExecutorIsReleasedWithWorkQueued(_ kind: OwnedThreadKind) {
         let live = LiveCount()
         let ran = Counter()
         let exited: Future<Void>
         do {
-            let executor = ThreadExecutor(name: "released")
+            let executor = kind.make(name: "released")
             let gate = Deferred<Void>()
             executor.submit { _ = gate.value() }
             for _ in 0..<10 {

@@ -4,8 +4,9 @@ import TestSupport
 import Testing
 
 @Suite struct ThreadExecutorTests {
-    @Test func everyBodyRunsOnTheExecutorsOneThreadInOrder() {
-        let executor = ThreadExecutor(name: "ordered")
+    @Test(arguments: OwnedThreadKind.allCases) func everyBodyRunsOnTheExecutorsOneThreadInOrder(_ kind: OwnedThreadKind)
+    {
+        let executor = kind.make(name: "ordered")
         defer { executor.shutdown() }
         let recorder = OrderRecorder(count: 500)
         let firstThread = Deferred<ObjectIdentifier>()
@@ -29,8 +30,8 @@ import Testing
         #expect(firstThread.peek() != currentThreadID())
     }
 
-    @Test func itAndItsThreadHaveTheNameItWasGiven() {
-        let executor = ThreadExecutor(name: "render")
+    @Test(arguments: OwnedThreadKind.allCases) func itAndItsThreadHaveTheNameItWasGiven(_ kind: OwnedThreadKind) {
+        let executor = kind.make(name: "render")
         defer { executor.shutdown() }
         #expect(executor.name == "render")
         let threadName = Deferred<String>()
@@ -38,8 +39,8 @@ import Testing
         #expect(threadName.value() == "render", "debuggers and logs show the name")
     }
 
-    @Test func bodiesSubmittedFromManyThreadsEachRunOnce() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func bodiesSubmittedFromManyThreadsEachRunOnce(_ kind: OwnedThreadKind) {
+        let executor = kind.make()
         defer { executor.shutdown() }
         let ran = Counter()
         DispatchQueue.concurrentPerform(iterations: 1_000) { _ in
@@ -49,8 +50,8 @@ import Testing
         #expect(ran.value == 1_000)
     }
 
-    @Test func aBodyMaySubmitMoreWork() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func aBodyMaySubmitMoreWork(_ kind: OwnedThreadKind) {
+        let executor = kind.make()
         defer { executor.shutdown() }
         let order = OrderRecorder(count: 3)
         let done = Deferred<Void>()
@@ -66,8 +67,10 @@ import Testing
         #expect(order.order == [0, 1, 2])
     }
 
-    @Test func shutdownRunsTheWorkAlreadySubmittedThenStopsTheThread() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func shutdownRunsTheWorkAlreadySubmittedThenStopsTheThread(
+        _ kind: OwnedThreadKind
+    ) {
+        let executor = kind.make()
         let ran = Counter()
         for _ in 0..<100 {
             executor.submit {
@@ -82,8 +85,10 @@ import Testing
         #expect(executor.shutdown().isFilled, "shutting down again is harmless")
     }
 
-    @Test func workSubmittedAfterShutdownIsReleasedWithoutRunning() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func workSubmittedAfterShutdownIsReleasedWithoutRunning(
+        _ kind: OwnedThreadKind
+    ) {
+        let executor = kind.make()
         _ = executor.shutdown().value()
         let live = LiveCount()
         let ran = Counter()
@@ -102,10 +107,10 @@ import Testing
         #expect(ran.value == 0)
     }
 
-    @Test func releasingTheExecutorStopsItsThread() {
+    @Test(arguments: OwnedThreadKind.allCases) func releasingTheExecutorStopsItsThread(_ kind: OwnedThreadKind) {
         let live = LiveCount()
         do {
-            let executor = ThreadExecutor()
+            let executor = kind.make()
             let stored = Deferred<Void>()
             executor.submit {
                 // Thread-local storage lives exactly as long as the thread.
@@ -121,8 +126,10 @@ import Testing
         #expect(live.value == 0, "the thread exited")
     }
 
-    @Test func delayedWorkRunsAfterItsDelayOnTheExecutorsThread() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func delayedWorkRunsAfterItsDelayOnTheExecutorsThread(
+        _ kind: OwnedThreadKind
+    ) {
+        let executor = kind.make()
         defer { executor.shutdown() }
         let thread = Deferred<ObjectIdentifier>()
         executor.submit { thread.fill(with: currentThreadID()) }
@@ -150,8 +157,8 @@ import Testing
         #expect(fired.value() == true)
     }
 
-    @Test func capturesAreReleasedAfterTheBodyRuns() {
-        let executor = ThreadExecutor()
+    @Test(arguments: OwnedThreadKind.allCases) func capturesAreReleasedAfterTheBodyRuns(_ kind: OwnedThreadKind) {
+        let executor = kind.make()
         defer { executor.shutdown() }
         let live = LiveCount()
         do {

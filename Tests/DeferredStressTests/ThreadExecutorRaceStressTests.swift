@@ -7,30 +7,37 @@ import TestSupport
 import Testing
 
 extension StressSuites {
-    /// A ThreadExecutor's promise under races with its shutdown: a body it accepted runs exactly
-    /// once, one it refused never runs, and either way the body is released and the thread ends.
+    /// A ThreadExecutor's and a LoopExecutor's promise under races with their shutdown: a body
+    /// accepted runs exactly once, one refused never runs, and either way the body is released
+    /// and the thread ends; and a LoopExecutor's under races with its going idle: a body
+    /// submitted as the thread finishes its last work and waits runs.
     @Suite struct ThreadExecutorRaceStressTests {
         /// Rounds of each race: each round starts a thread.
         static var rounds: Int { TestSize.current.threadRaceRounds }
 
         /// One round: an executor, the bodies submitted to it, and what became of them.
         final class Round: Sendable {
-            let executor = ThreadExecutor(name: "race")
+            let executor: any OwnedThreadExecutor
             let live = LiveCount()
             let ran = Counter()
             let delayedRan = Counter()
             /// Whether the executor was still open once `submit` returned: then it accepted.
             let openAfterSubmit = Atomic<Bool>(false)
+
+            init(_ kind: OwnedThreadKind) {
+                executor = kind.make(name: "race")
+            }
         }
 
-        @Test func aBodySubmittedAsTheExecutorShutsDownRunsOnceOrIsReleasedUnrun() async {
+        @Test(arguments: OwnedThreadKind.allCases)
+        func aBodySubmittedAsTheExecutorShutsDownRunsOnceOrIsReleasedUnrun(_ kind: OwnedThreadKind) async {
             await RaceHarness.expectInterleavings(
-                "submit against shutdown", rounds: Self.rounds, expected: ["ran", "refused"]
+                "submit against \(kind) shutdown", rounds: Self.rounds, expected: ["ran", "refused"]
             ) { size in
                 var counts: [String: Int] = [:]
                 // A hundred threads at a time, not a batch's worth.
                 for start in stride(from: 0, to: size, by: 100) {
-                    let rounds = (start..<min(size, start + 100)).map { _ in Round() }
+                    let rounds = (start..<min(size, start + 100)).map { _ in Round(kind) }
                     RaceHarness.run(
                         rounds,
                         left: { round in
@@ -57,6 +64,34 @@ extension StressSuites {
                         }
                         counts[round.ran.value == 1 ? "ran" : "refused", default: 0] += 1
                     }
+                }
+                return counts
+            }
+        }
+
+        /// A body submitted from another thread as a loop finishes its last body and goes to wait
+        /// runs: the push that finds the stack empty wakes the thread, whichever comes first.
+        @Test func aBodySubmittedAsALoopGoesIdleRuns() async {
+            let loop = LoopExecutor(name: "idle race")
+            defer { loop.shutdown() }
+            await RaceHarness.expectInterleavings(
+                "submit against a loop going idle", rounds: Self.rounds * 10,
+                expected: ["while the last body ran", "after it"]
+            ) { size in
+                var counts: [String: Int] = [:]
+                for _ in 0..<size {
+                    let lastEnded = Atomic<Bool>(false)
+                    let ran = Deferred<Void>()
+                    let started = Deferred<Void>()
+                    loop.submit {
+                        started.fill()
+                        lastEnded.store(true, ordering: .releasing)
+                    }
+                    _ = started.value(within: 30)
+                    let during = !lastEnded.load(ordering: .acquiring)
+                    loop.submit { ran.fill() }
+                    #expect(ran.value(within: 30) != nil, "the body submitted as the loop went idle ran")
+                    counts[during ? "while the last body ran" : "after it", default: 0] += 1
                 }
                 return counts
             }

@@ -1,5 +1,6 @@
 import BenchmarkScenarios
 import Deferred
+import DeferredExecutors
 import Dispatch
 import Foundation
 import NIOPosix
@@ -29,6 +30,8 @@ enum GatewayImplementation: String, CaseIterable {
     case deferred = "Deferred"
     /// Deferred with each request under a deadline that its backends learn and stop at.
     case deferredDeadlines = "Deferred, deadlines"
+    /// Deferred on a `LoopGroup`, the server configuration: each request pinned to one loop.
+    case deferredLoops = "Deferred, loops"
     case async = "async/await"
     case nio = "NIO"
 
@@ -39,6 +42,10 @@ enum GatewayImplementation: String, CaseIterable {
             DeferredGateway.serve(run, backends: backends, timers: DispatchQueue.global())
         case .deferredDeadlines:
             DeferredGateway.serve(run, backends: backends, timers: DispatchQueue.global(), deadlines: true)
+        case .deferredLoops:
+            let loops = LoopGroup(name: "gateway")
+            LoopGateway.serve(run, backends: backends, loops: loops)
+            _ = loops.shutdown().wait(until: .distantFuture)
         case .async:
             AsyncGateway.serve(run, backends: backends)
         case .nio:

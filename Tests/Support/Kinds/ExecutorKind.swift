@@ -9,7 +9,7 @@ public import Testing
 ///
 /// A new executor joins this list in the change that adds it.
 public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case immediate, serialQueue, concurrentQueue, mainActor, operationQueue, thread, runLoop, manual
+    case immediate, serialQueue, concurrentQueue, mainActor, operationQueue, thread, loop, runLoop, manual
     case virtualTime, invalidating, userWritten
 
     /// The case name, as the test log shows it.
@@ -36,6 +36,9 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
             return ExecutorUnderTest(Self.sharedOperationQueue, scheduling: DispatchQueue.global())
         case .thread:
             return ExecutorUnderTest(Self.sharedThread, scheduling: Self.sharedThread)
+        case .loop:
+            let loop = Self.sharedLoops.next()
+            return ExecutorUnderTest(loop, scheduling: loop)
         case .runLoop:
             return ExecutorUnderTest(Self.sharedRunLoop, scheduling: Self.sharedRunLoop)
         case .manual:
@@ -74,7 +77,7 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
     }
 
     /// A fresh executor of this kind with the way to stop it, for the kinds that can be stopped:
-    /// a thread shuts down, and an invalidating executor's token is invalidated.
+    /// a thread or a loop shuts down, and an invalidating executor's token is invalidated.
     public func makeStoppable() -> StoppableExecutor? {
         switch self {
         case .thread:
@@ -82,6 +85,11 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
             return StoppableExecutor(
                 under: ExecutorUnderTest(thread, scheduling: thread), runsAcceptedBodies: true,
                 stop: { _ = thread.shutdown().wait(until: .now() + 30) }, isStopped: { thread.isShutDown })
+        case .loop:
+            let loop = LoopExecutor(name: "conformance.loop")
+            return StoppableExecutor(
+                under: ExecutorUnderTest(loop, scheduling: loop), runsAcceptedBodies: true,
+                stop: { _ = loop.shutdown().wait(until: .now() + 30) }, isStopped: { loop.isShutDown })
         case .invalidating:
             let queue = DispatchQueue(label: "conformance.invalidating")
             let token = InvalidationToken()
@@ -102,6 +110,9 @@ public enum ExecutorKind: String, CaseIterable, CustomTestStringConvertible, Sen
 
     /// One thread for every test, never shut down.
     private static let sharedThread = ThreadExecutor(name: "guarantees.thread")
+
+    /// Two loops for every test, never shut down: each test takes the next.
+    private static let sharedLoops = LoopGroup(loops: 2, name: "guarantees.loop")
 
     /// The thread whose run loop ``sharedRunLoop`` is, never shut down.
     private static let runLoopHost = ThreadExecutor(name: "guarantees.runloop")

@@ -1,0 +1,94 @@
+import Deferred
+import DeferredExecutors
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+/// What a ``LoopGroup`` and its loops promise beyond any executor that owns a thread (those
+/// promises are in `ThreadExecutorTests` and `ThreadExecutorLifecycleTests`, for both kinds).
+@Suite struct LoopGroupTests {
+    @Test func nextHandsOutEachLoopInTurn() {
+        let group = LoopGroup(loops: 3, name: "turns")
+        defer { group.shutdown() }
+        let handedOut = (0..<6).map { _ in ObjectIdentifier(group.next()) }
+        let loops = group.loops.map(ObjectIdentifier.init)
+        #expect(Array(handedOut[0..<3]) == loops)
+        #expect(Array(handedOut[3..<6]) == loops)
+        #expect(group.loops.map(\.name) == ["turns 0", "turns 1", "turns 2"])
+    }
+
+    @Test func eachLoopRunsItsBodiesOnAThreadOfItsOwn() {
+        let group = LoopGroup(loops: 2, name: "own threads")
+        defer { group.shutdown() }
+        let threads = group.loops.map { loop in
+            let thread = Deferred<ObjectIdentifier>()
+            loop.submit { thread.fill(with: currentThreadID()) }
+            return thread.value()
+        }
+        #expect(threads[0] != threads[1])
+        #expect(group.loops.allSatisfy { !$0.isCurrent }, "no loop is the test's thread")
+    }
+
+    @Test func shutdownStopsEveryLoop() {
+        let group = LoopGroup(loops: 2, name: "stopping")
+        let ran = Counter()
+        for loop in group.loops {
+            loop.submit { ran.increment() }
+        }
+        #expect(group.shutdown().wait(until: .now() + 30) != nil, "every loop's thread exits")
+        #expect(group.loops.allSatisfy { $0.isShutDown })
+        #expect(ran.value == 2, "bodies submitted before the shutdown ran")
+    }
+
+    /// The thread waits for its earliest deadline; a body due sooner, submitted meanwhile from
+    /// another thread, wakes it.
+    @Test func aDelayedBodyDueSoonerThanTheOneAwaitedWakesTheLoop() {
+        let loop = LoopExecutor(name: "sooner")
+        defer { loop.shutdown() }
+        let idle = Deferred<Void>()
+        loop.submit { idle.fill() }
+        _ = idle.value()
+        loop.submit(after: .seconds(3600)) {}
+        let started = ContinuousClock.now
+        let ran = Deferred<Duration>()
+        loop.submit(after: .milliseconds(10)) { ran.fill(with: ContinuousClock.now - started) }
+        let elapsed = ran.wait(until: .now() + 30)
+        #expect(elapsed.map { $0 >= .milliseconds(10) } == true, "not before its deadline")
+        #expect(elapsed.map { $0 < .seconds(10) } == true, "the loop woke for it: \(String(describing: elapsed))")
+    }
+
+    /// A request pinned to a loop: its stages, callback and time limit run on the loop's thread.
+    @Test func anAttemptsLimitAndCallbackRunOnTheLoop() {
+        let loop = LoopExecutor(name: "pinned")
+        defer { loop.shutdown() }
+        let writer = DeferredAttempt<Int, any Error>()
+        let onLoop = Deferred<Bool>()
+        let timedOutOnTheLoop = Deferred<Bool>()
+        writer.attempt
+            .map(upon: loop) { value in
+                onLoop.fill(with: loop.isCurrent)
+                return value
+            }
+            .timeout(after: .milliseconds(20), upon: loop)
+            .upon(loop) { result in
+                var timedOut = false
+                if case .failure(let error) = result {
+                    timedOut = error is TimeoutError
+                }
+                timedOutOnTheLoop.fill(with: loop.isCurrent && timedOut)
+            }
+        #expect(timedOutOnTheLoop.wait(until: .now() + 30) == true)
+        let cancelled = writer.attempt.isCancelled
+        #expect(cancelled, "the limit cancelled the work")
+        #expect(onLoop.peek() == nil, "the stage never ran")
+
+        let second = DeferredAttempt<Int, any Error>()
+        let answer = Deferred<Int>()
+        second.attempt.map(upon: loop) { $0 + 1 }
+            .timeout(after: .seconds(60), upon: loop)
+            .uponSuccess(loop) { answer.fill(with: loop.isCurrent ? $0 : -1) }
+        second.succeed(with: 41)
+        #expect(answer.wait(until: .now() + 30) == 42)
+    }
+}
