@@ -35,6 +35,9 @@ enum GatewayImplementation: String, CaseIterable {
     case async = "async/await"
     case nio = "NIO"
 
+    /// Whether this is a variant of Deferred's own row rather than a peer.
+    var isVariant: Bool { self == .deferredDeadlines || self == .deferredLoops }
+
     /// Serves `run` and returns when it is done.
     func serve(_ run: GatewayRun, backends: SimulatedBackends) {
         switch self {
@@ -346,19 +349,28 @@ extension Duration {
     }
 }
 
-/// What the deadlines row adds to the README's comparison: its cost next to Deferred's time
-/// limits, where it did equal work.
-private func deadlinesSentence(_ result: GatewayResults) -> String {
+/// What Deferred's own variants add to the README's comparison, where they did equal work: the
+/// server configuration's cost next to NIO's, and the deadlines' next to Deferred's time limits.
+private func variantsSentence(_ result: GatewayResults) -> String {
     let exact = result.workload.exactTimeoutRate
-    guard let ours = result.row(.deferred), let deadlines = result.row(.deferredDeadlines),
-        !deadlines.isUnequal(exact: exact)
-    else {
-        return ""
+    func equal(_ implementation: GatewayImplementation) -> GatewayRow? {
+        result.row(implementation).flatMap { $0.isUnequal(exact: exact) ? nil : $0 }
     }
-    return " With each request under a deadline that its backends learn and stop at by themselves, it "
-        + "spends \(format(deadlines.processorMicrosecondsPerRequest)) µs "
-        + "(\(format(deadlines.processorMicrosecondsPerRequest / ours.processorMicrosecondsPerRequest))× its "
-        + "time limits)."
+    var sentence = ""
+    if let loops = equal(.deferredLoops), let nio = equal(.nio) {
+        sentence +=
+            " On a `LoopGroup`, the server configuration, it spends "
+            + "\(format(loops.processorMicrosecondsPerRequest)) µs "
+            + "(\(format(loops.processorMicrosecondsPerRequest / nio.processorMicrosecondsPerRequest))× NIO's)."
+    }
+    if let ours = equal(.deferred), let deadlines = equal(.deferredDeadlines) {
+        sentence +=
+            " With each request under a deadline that its backends learn and stop at by themselves, it "
+            + "spends \(format(deadlines.processorMicrosecondsPerRequest)) µs "
+            + "(\(format(deadlines.processorMicrosecondsPerRequest / ours.processorMicrosecondsPerRequest))× its "
+            + "time limits)."
+    }
+    return sentence
 }
 
 /// The generated regions of the gateway: its tables in the Performance guide, and the lead of the
@@ -367,11 +379,11 @@ func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String
     // The README quotes one setting: the first, idle, whose rows all did equal work (each timeout
     // rate within 5 points of the exact-timer rate); at saturation requests queue behind the
     // backends, and the rates show how fast each implementation drains the queue, not its timers.
-    // The deadlines row is Deferred's own variant, not a peer: it does not decide the setting.
+    // Deferred's own variants (deadlines, loops) are not peers: they do not decide the setting.
     let quoted = results.first { result in
         let exact = result.workload.exactTimeoutRate
         return !result.setting.busy
-            && result.rows.allSatisfy { $0.implementation == .deferredDeadlines || !$0.isUnequal(exact: exact) }
+            && result.rows.allSatisfy { $0.implementation.isVariant || !$0.isUnequal(exact: exact) }
     }
     let ours = quoted?.row(.deferred)
     let intro = """
@@ -395,7 +407,7 @@ func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String
             within 5 points, as exact timers would, Deferred spends \
             \(ours.map { format($0.processorMicrosecondsPerRequest) } ?? "?") µs of processor time per \
             request, \(format(result.ratio(to: .nio))) times what swift-nio's `EventLoopFuture` spends and \
-            \(format(result.ratio(to: .async))) times what async/await spends (task groups with a timeout child).\(deadlinesSentence(result))
+            \(format(result.ratio(to: .async))) times what async/await spends (task groups with a timeout child).\(variantsSentence(result))
             """
         } ?? """
             In the run of \(context.date) no setting had every implementation time out as exact timers \
