@@ -20,7 +20,12 @@ func nameCurrentThread(_ name: String) {
     Thread.current.name = name
     #if os(Linux)
         // Linux only: /proc/thread-self exists there; Darwin's Foundation sets the name itself.
-        try? String(name.utf8.prefix(15))?.write(
-            toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+        // The longest prefix of whole characters within 15 bytes: a prefix cut inside a character
+        // is no string, and the name would silently not be written.
+        var prefix = Substring(name)
+        while prefix.utf8.count > 15 {
+            prefix = prefix.dropLast()
+        }
+        try? String(prefix).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
     #endif
 }

@@ -94,9 +94,21 @@ final class LoopThread: Sendable {
     /// - Returns: A future filled when the thread has finished.
     @discardableResult
     func shutdown() -> Future<Void> {
-        if pending.close() {
+        // One step under the heap's lock: the stack and the heap close together, so a delayed
+        // body is accepted before both (and runs, or is released as not due) or refused after
+        // both; and the thread, which takes this lock after it finds the stack closed, finds
+        // the heap closed too. The instant is read before the stack closes: the thread, reading
+        // the clock after it found the stack closed, finds every body kept here due.
+        let notDue: [@Sendable () -> Void]? = delayed.withLock { bodies in
+            let now = ContinuousClock.now
+            guard pending.close() else {
+                return nil
+            }
+            return bodies.close(keepingDueBy: now)
+        }
+        if let notDue {
             // Released here, outside the lock: their captures' deinitializers may submit again.
-            _ = delayed.withLock { $0.close(keepingDueBy: .now) }
+            _ = consume notDue
             wakeUp.signal()
         }
         return Future(exited)
@@ -112,7 +124,8 @@ final class LoopThread: Sendable {
             if pending.isClosed {
                 // Closed: nothing is pushed any more, and a push before the close was taken
                 // by the look above or is taken by this one.
-                if runAccepted() {
+                // The delayed bodies kept by the shutdown are due by now (see shutdown()).
+                if runAccepted() || runDelayed() {
                     continue
                 }
                 break

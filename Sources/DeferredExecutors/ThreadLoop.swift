@@ -75,10 +75,18 @@ final class ThreadLoop: Sendable {
     /// - Returns: A future filled when the thread has finished.
     @discardableResult
     func shutdown() -> Future<Void> {
-        if work.pending.close() {
+        // The stack and the heap close in one step under the heap's lock, so that a delayed body
+        // submitted once isShutDown is true is refused.
+        let closed: (now: ContinuousClock.Instant, notDue: [@Sendable () -> Void])? = work.delayed.withLock { bodies in
             let now = ContinuousClock.now
+            guard work.pending.close() else {
+                return nil
+            }
+            return (now, bodies.close(keepingDueBy: now))
+        }
+        if let (now, notDue) = closed {
             // Released here, outside the lock: their captures' deinitializers may submit again.
-            _ = work.delayed.withLock { $0.close(keepingDueBy: now) }
+            _ = consume notDue
             runLoop.perform { [work] in work.finish(runningDelayedDueBy: now) }
         }
         return Future(work.exited)
