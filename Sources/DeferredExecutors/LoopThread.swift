@@ -64,17 +64,7 @@ final class LoopThread: Sendable {
     ///
     /// - Returns: Whether `body` was accepted; if not, it will never run.
     func accept(_ body: @escaping @Sendable () -> Void) -> Bool {
-        switch pending.push(PendingBody(body)) {
-        case .accepted(wasEmpty: true):
-            // Only the push that finds the stack empty wakes the thread: the thread takes
-            // everything pushed until it looks again.
-            wakeUp.signal()
-            return true
-        case .accepted(wasEmpty: false):
-            return true
-        case .closed:
-            return false
-        }
+        push(body, onto: pending) { wakeUp.signal() }
     }
 
     /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
@@ -94,21 +84,7 @@ final class LoopThread: Sendable {
     /// - Returns: A future filled when the thread has finished.
     @discardableResult
     func shutdown() -> Future<Void> {
-        // One step under the heap's lock: the stack and the heap close together, so a delayed
-        // body is accepted before both (and runs, or is released as not due) or refused after
-        // both; and the thread, which takes this lock after it finds the stack closed, finds
-        // the heap closed too. The instant is read before the stack closes: the thread, reading
-        // the clock after it found the stack closed, finds every body kept here due.
-        let notDue: [@Sendable () -> Void]? = delayed.withLock { bodies in
-            let now = ContinuousClock.now
-            guard pending.close() else {
-                return nil
-            }
-            return bodies.close(keepingDueBy: now)
-        }
-        if let notDue {
-            // Released here, outside the lock: their captures' deinitializers may submit again.
-            _ = consume notDue
+        if closeTogether(pending, delayed) != nil {
             wakeUp.signal()
         }
         return Future(exited)
@@ -124,7 +100,7 @@ final class LoopThread: Sendable {
             if pending.isClosed {
                 // Closed: nothing is pushed any more, and a push before the close was taken
                 // by the look above or is taken by this one.
-                // The delayed bodies kept by the shutdown are due by now (see shutdown()).
+                // The delayed bodies the shutdown kept are due by now (see `closeTogether`).
                 if runAccepted() || runDelayed() {
                     continue
                 }

@@ -54,3 +54,46 @@ struct DelayedBodies: Sendable {
         return notDue.map(\.run)
     }
 }
+
+/// Pushes `body` onto `pending`, a thread's stack of bodies to run now, unless it is closed; runs
+/// `wake` if the push found the stack empty (the thread takes everything pushed until it looks
+/// again, so only that push needs to wake it).
+///
+/// - Returns: Whether `body` was accepted; if not, it will never run.
+func push(
+    _ body: @escaping @Sendable () -> Void, onto pending: borrowing ClosableStack<PendingBody>,
+    waking wake: () -> Void
+) -> Bool {
+    switch pending.push(PendingBody(body)) {
+    case .accepted(wasEmpty: true):
+        wake()
+        return true
+    case .accepted(wasEmpty: false):
+        return true
+    case .closed:
+        return false
+    }
+}
+
+/// Closes a thread's stack of bodies and its delayed bodies in one step under the delayed
+/// bodies' lock, keeping those due by now; returns that instant, or `nil` if the stack was closed
+/// already.
+///
+/// One step: a delayed body is accepted before both close (and runs, or is released as not due)
+/// or refused after both, so one submitted once the stack reads closed is refused; and the
+/// thread, which takes this lock after it finds the stack closed, finds the delayed bodies closed
+/// too. The instant is read before the stack closes, so the thread, reading the clock after it
+/// found the stack closed, finds every body kept here due. The bodies not due are released here,
+/// after the lock: their captures' deinitializers may submit again.
+func closeTogether(
+    _ pending: borrowing ClosableStack<PendingBody>, _ delayed: Locked<DelayedBodies>
+) -> ContinuousClock.Instant? {
+    let closed: (now: ContinuousClock.Instant, notDue: [@Sendable () -> Void])? = delayed.withLock { bodies in
+        let now = ContinuousClock.now
+        guard pending.close() else {
+            return nil
+        }
+        return (now, bodies.close(keepingDueBy: now))
+    }
+    return closed?.now
+}

@@ -47,16 +47,8 @@ final class ThreadLoop: Sendable {
     ///
     /// - Returns: Whether `body` was accepted; if not, it will never run.
     func accept(_ body: @escaping @Sendable () -> Void) -> Bool {
-        switch work.pending.push(PendingBody(body)) {
-        case .accepted(wasEmpty: true):
-            // Only the push that finds the stack empty wakes the thread; the drain takes
-            // everything pushed until it runs.
+        push(body, onto: work.pending) {
             runLoop.perform { [work] in work.drain() }
-            return true
-        case .accepted(wasEmpty: false):
-            return true
-        case .closed:
-            return false
         }
     }
 
@@ -75,18 +67,7 @@ final class ThreadLoop: Sendable {
     /// - Returns: A future filled when the thread has finished.
     @discardableResult
     func shutdown() -> Future<Void> {
-        // The stack and the heap close in one step under the heap's lock, so that a delayed body
-        // submitted once isShutDown is true is refused.
-        let closed: (now: ContinuousClock.Instant, notDue: [@Sendable () -> Void])? = work.delayed.withLock { bodies in
-            let now = ContinuousClock.now
-            guard work.pending.close() else {
-                return nil
-            }
-            return (now, bodies.close(keepingDueBy: now))
-        }
-        if let (now, notDue) = closed {
-            // Released here, outside the lock: their captures' deinitializers may submit again.
-            _ = consume notDue
+        if let now = closeTogether(work.pending, work.delayed) {
             runLoop.perform { [work] in work.finish(runningDelayedDueBy: now) }
         }
         return Future(work.exited)
