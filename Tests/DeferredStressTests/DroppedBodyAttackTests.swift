@@ -45,16 +45,6 @@ extension StressSuites {
             _ = consume tracked
         }
 
-        /// Polls `condition` for up to `seconds`.
-        static func settle(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-            let deadline = Date(timeIntervalSinceNow: seconds)
-            while !condition() {
-                if Date() > deadline { return condition() }
-                Thread.sleep(forTimeInterval: 0.001)
-            }
-            return true
-        }
-
         // MARK: Timeouts kept for their limit
 
         /// A timeout the user let go of after its source was lost still times out for its consumer.
@@ -212,7 +202,7 @@ extension StressSuites {
             for fixture in fixtures {
                 _ = fixture.thread.shutdown().wait(until: .now() + 10)
             }
-            let released = Self.settle { fixtures.allSatisfy { $0.live.value == 0 } }
+            let released = holds(within: 5) { fixtures.allSatisfy { $0.live.value == 0 } }
             #expect(released, "\(fixtures.filter { $0.live.value != 0 }.count) consumers still hold their handler")
             #expect(fixtures.allSatisfy { $0.consumer.peek() == nil && $0.runs.value == 0 })
         }
@@ -269,7 +259,7 @@ extension StressSuites {
                 return fallbackInner.attempt
             }
             writer.succeed(with: 1)
-            #expect(Self.settle { started.value == 2 })
+            #expect(holds(within: 5) { started.value == 2 })
             #expect(thread.shutdown().wait(until: .now() + 10) != nil)
             #expect(then.peek() == nil)
             inner.succeed(with: 7)
@@ -309,7 +299,7 @@ extension StressSuites {
                     $0.made.cancel()
                 })
             _ = thread.shutdown().wait(until: .now() + 10)
-            let done = Self.settle { fixtures.allSatisfy { $0.live.value == 0 } }
+            let done = holds(within: 5) { fixtures.allSatisfy { $0.live.value == 0 } }
             #expect(done)
             var bad: [String: Int] = [:]
             for fixture in fixtures {
@@ -374,7 +364,7 @@ extension StressSuites {
         private func checkStopRace(_ name: String, _ fixtures: [StopRace], drain: () -> Void) {
             RaceHarness.run(fixtures, left: { $0.submit() }, right: { $0.stop() })
             drain()
-            let released = Self.settle { fixtures.allSatisfy { $0.live.value == 0 } }
+            let released = holds(within: 5) { fixtures.allSatisfy { $0.live.value == 0 } }
             var bad: [String: Int] = [:]
             for fixture in fixtures {
                 let attempts = fixture.attempts.withLock { $0 }

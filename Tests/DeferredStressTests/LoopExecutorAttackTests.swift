@@ -18,6 +18,21 @@ extension StressSuites {
         /// next step.
         final class Gate: Sendable {
             private let arrivals = Atomic<Int>(0)
+
+            /// Leaves a gate with `loop`'s thread, which then finishes its last body while this
+            /// thread goes on, each after a random pause.
+            static func leave(with loop: LoopExecutor, using random: inout SplitMix) {
+                let gate = Gate()
+                let loopPause = Int(random.next() % 2_048)
+                let testPause = Int(random.next() % 2_048)
+                loop.submit {
+                    gate.arrive()
+                    RaceHarness.pause(loopPause)
+                }
+                gate.arrive()
+                RaceHarness.pause(testPause)
+            }
+
             func arrive() {
                 arrivals.add(1, ordering: .acquiringAndReleasing)
                 var spins = 0
@@ -26,16 +41,6 @@ extension StressSuites {
                     if spins & 0xFFFF == 0 { sched_yield() }
                 }
             }
-        }
-
-        /// Polls `condition` for up to `seconds`.
-        static func settle(within seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-            let deadline = Date(timeIntervalSinceNow: seconds)
-            while !condition() {
-                if Date() > deadline { return condition() }
-                Thread.sleep(forTimeInterval: 0.001)
-            }
-            return true
         }
 
         /// The number of threads of this process (Linux), or nil.
@@ -57,15 +62,7 @@ extension StressSuites {
                 let loop = LoopExecutor(name: "strand")
                 let live = LiveCount()
                 let ran = Counter()
-                let gate = Gate()
-                let loopPause = Int(random.next() % 2_048)
-                let testPause = Int(random.next() % 2_048)
-                loop.submit {
-                    gate.arrive()
-                    RaceHarness.pause(loopPause)
-                }
-                gate.arrive()
-                RaceHarness.pause(testPause)
+                Gate.leave(with: loop, using: &random)
                 do {
                     let tracked = LifetimeTracked(live)
                     loop.submit(after: .zero) {
@@ -165,7 +162,7 @@ extension StressSuites {
                 stop.store(true, ordering: .relaxed)
                 stopped.wait()
                 _ = exited.value(within: 30)
-                if !Self.settle(within: 0.2, { live.value == 0 }) {
+                if !holds(within: 0.2, { live.value == 0 }) {
                     strandedRounds += 1
                     break
                 }
@@ -203,7 +200,7 @@ extension StressSuites {
                 stop.store(true, ordering: .relaxed)
                 stopped.wait()
                 #expect(exited.value(within: 30) != nil)
-                _ = Self.settle(within: 0.5) { made.attempts.allSatisfy { $0.peek() != nil } }
+                _ = holds(within: 0.5) { made.attempts.allSatisfy { $0.peek() != nil } }
                 let pending = made.attempts.filter { $0.peek() == nil }.count
                 if pending > 0 { pendingRounds += 1 }
                 worst = max(worst, pending)
@@ -239,19 +236,11 @@ extension StressSuites {
             var random = SplitMix(seed: TestSize.seed)
             for _ in 0..<Self.rounds * 5 {
                 let loop = LoopExecutor(name: "strand attempt")
-                let gate = Gate()
-                let loopPause = Int(random.next() % 2_048)
-                let testPause = Int(random.next() % 2_048)
-                loop.submit {
-                    gate.arrive()
-                    RaceHarness.pause(loopPause)
-                }
-                gate.arrive()
-                RaceHarness.pause(testPause)
+                Gate.leave(with: loop, using: &random)
                 let delayed = Attempt<Int, any Error>(succeededWith: 1).delay(by: .zero, upon: loop)
                 let exited = loop.shutdown().value(within: 30) != nil
                 #expect(exited)
-                let decided = Self.settle(within: 2) { delayed.peek() != nil }
+                let decided = holds(within: 2) { delayed.peek() != nil }
                 let outcome: String
                 switch delayed.peek() {
                 case .success?: outcome = "succeeded"
@@ -346,7 +335,7 @@ extension StressSuites {
                 for round in rounds {
                     #expect(round.loop.shutdown().value(within: 30) != nil)
                     #expect(round.ran.value <= 3, "the 60 s body never runs")
-                    let settled = Self.settle(within: 1) { round.live.value == 0 }
+                    let settled = holds(within: 1) { round.live.value == 0 }
                     #expect(settled, "every delayed body ran or was released: \(round.live.value) live")
                     counts["\(round.ran.value) ran", default: 0] += 1
                 }
@@ -388,7 +377,7 @@ extension StressSuites {
             let done = Deferred<Void>()
             loop.submit { done.fill() }
             #expect(done.value(within: 30) != nil)
-            #expect(Self.settle { delayedRan.value == threads * ((perThread + 6) / 7) })
+            #expect(holds(within: 10) { delayedRan.value == threads * ((perThread + 6) / 7) })
             #expect(seen.allSatisfy { $0.value.load(ordering: .relaxed) == perThread - 1 })
             #expect(outOfOrder.value == 0)
             #expect(offLoop.value == 0)
@@ -519,7 +508,7 @@ extension StressSuites {
             #expect(farRan.value == 0)
             let wasCurrent = isCurrentInside.load(ordering: .relaxed)
             #expect(wasCurrent)
-            #expect(Self.settle(within: 2) { live.value == 0 }, "\(live.value) live")
+            #expect(holds(within: 2) { live.value == 0 }, "\(live.value) live")
             #expect(!loop.isCurrent)
         }
 
@@ -578,7 +567,7 @@ extension StressSuites {
             }
             #expect(exitedInTime)
             #expect(ran.value == 0, "nothing submitted after the shutdown ran")
-            #expect(Self.settle(within: 5) { live.value == 0 }, "\(live.value) live")
+            #expect(holds(within: 5) { live.value == 0 }, "\(live.value) live")
         }
 
         /// The executor released from inside one of its own bodies (its last reference lives in the
@@ -599,9 +588,9 @@ extension StressSuites {
                 }
             }
             #expect(exited.value(within: 30) != nil, "releasing the loop shut it down")
-            #expect(Self.settle { live.value == 0 })
+            #expect(holds(within: 10) { live.value == 0 })
             if let before {
-                #expect(Self.settle { (Self.threadCount() ?? 0) <= before }, "the thread is gone")
+                #expect(holds(within: 10) { (Self.threadCount() ?? 0) <= before }, "the thread is gone")
             }
         }
 
@@ -630,7 +619,7 @@ extension StressSuites {
                     #expect(group.shutdown().value(within: 30) != nil)
                 }
             }
-            let settled = Self.settle { (Self.threadCount() ?? 0) <= before }
+            let settled = holds(within: 10) { (Self.threadCount() ?? 0) <= before }
             #expect(settled, "threads before \(before), after \(Self.threadCount() ?? -1)")
         }
 
@@ -783,7 +772,7 @@ extension StressSuites {
                     right: { round in _ = round.writer.succeed(with: 1) }
                 )
                 for round in rounds {
-                    let decided = Self.settle { round.runs.value > 0 }
+                    let decided = holds(within: 10) { round.runs.value > 0 }
                     #expect(decided)
                     #expect(round.runs.value == 1)
                     let code = round.result.load(ordering: .acquiring)
@@ -832,7 +821,7 @@ extension StressSuites {
             }
             Thread.sleep(forTimeInterval: 0.01)
             #expect(loop.shutdown().value(within: 10) != nil)
-            let decided = Self.settle(within: 5) { retried.peek() != nil }
+            let decided = holds(within: 5) { retried.peek() != nil }
             #expect(decided, "the retry did not stay pending")
         }
     }

@@ -20,6 +20,16 @@ public func returnsOnAThread(within seconds: Double, _ body: @escaping @Sendable
     return done.wait(timeout: .now() + seconds) == .success
 }
 
+/// Polls `condition` every millisecond for up to `seconds`; whether it held by then.
+public func holds(within seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while !condition() {
+        if Date() > deadline { return condition() }
+        Thread.sleep(forTimeInterval: 0.001)
+    }
+    return true
+}
+
 extension DispatchQueue {
     /// Returns once every body submitted to this serial queue so far has run and been released.
     public func flush() {
