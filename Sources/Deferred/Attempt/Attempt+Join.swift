@@ -165,13 +165,19 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
     internal final func holdDemand<Inputs: Collection>(of inputs: Inputs, _ held: (Inputs.Element) -> ChainNode?) {
         var nodes: [ChainNode] = []
         nodes.reserveCapacity(inputs.count)
-        for input in inputs {
-            if let node = held(input) {
+        var tracked = false
+        // By position rather than by iterator, which would hand out each input retained.
+        var position = inputs.startIndex
+        while position != inputs.endIndex {
+            if let node = held(inputs[position]) {
+                // Read here, where the list is this function's own, asking retains no input.
+                tracked = tracked || node.hasTrackedSource
                 nodes.append(node)
             }
+            inputs.formIndex(after: &position)
         }
         if !nodes.isEmpty {
-            hold(taken: HeldInputs(nodes))
+            hold(taken: HeldInputs(nodes), tracked: tracked)
         }
     }
 
@@ -245,14 +251,19 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
     /// rather than the overridden arrival: inlined where the join is made, a success and the
     /// join's completion run specialized, with no look-up of generic metadata.
     @inlinable
-    internal final func linkAllSucceeding(_ inputs: some Sequence<Attempt<Element, Failure>>) {
+    internal final func linkAllSucceeding(_ inputs: some Collection<Attempt<Element, Failure>>) {
         var queue = DrainQueue()
-        for (index, input) in inputs.enumerated() where !isDecided {
-            input.node.link(self, in: &queue) { source, node, result, queue in
+        // By position rather than by iterator, which would hand out each input retained.
+        var position = inputs.startIndex
+        var index = 0
+        while position != inputs.endIndex && !isDecided {
+            inputs[position].node.link(self, at: index, in: &queue) { source, node, index, result, queue in
                 AllSucceededAttemptNode.linked(node).take(
                     result, at: index, cancelled: AttemptNode<Element, Failure>.source(source).isCancelledFlag,
                     in: &queue)
             }
+            inputs.formIndex(after: &position)
+            index += 1
         }
         queue.drain()
     }

@@ -41,6 +41,19 @@ extension AttemptNode {
         }
     }
 
+    /// Adds the link of the input at `index` of the join `node` through `queue`, with this
+    /// attempt as the source its step sees; the step receives `index` rather than capturing it.
+    @inlinable
+    internal final func link(
+        _ node: ChainNode, at index: Int,
+        in queue: inout DrainQueue,
+        _ step: @escaping @Sendable (ChainNode, ChainNode, Int, Result<Success, Failure>, inout DrainQueue) -> Void
+    ) {
+        if let unstored = storeConsumer(.indexedLink(node, index, step)) {
+            runUnstored(unstored, in: &queue)
+        }
+    }
+
     /// Adds the link of a consumer (a derived stage, a join, a shared run's caller), where it can
     /// give its place back when it leaves: the first in the inline slot, like any handler, the
     /// others in ``consumerLinks``.

@@ -135,6 +135,20 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
         return (Self.borrow(current), current & Self.tagBit != 0)
     }
 
+    /// Calls `body` with the object in the slot, borrowed (not retained, as ``load()`` would),
+    /// and returns what it returns; `nil` without calling it if the slot holds none.
+    ///
+    /// Only for a slot whose object is never taken while `body` runs, and whose object's own
+    /// type the caller knows: `Kind` (see ``ChainNode/linked(_:)``).
+    @inlinable
+    internal func withLoaded<Kind: AnyObject, Result>(as _: Kind.Type, _ body: (Kind) -> Result) -> Result? {
+        let address = bits.load(ordering: .acquiring) & Self.addressMask
+        guard address != 0 else {
+            return nil
+        }
+        return RetainedBits.withBorrowed(address, as: Kind.self, body)
+    }
+
     /// The object in the slot, borrowed, unless it is marked or the tag is set.
     ///
     /// Only for a reader that whoever takes the object waits for before releasing it (the
@@ -172,8 +186,8 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     ///
     /// Returns whether it did; on failure the caller still owns `object`.
     @inlinable
-    internal func storeIfEmptyAndUntagged(_ object: Object, marked: Bool) -> Bool {
-        let new = Self.retainedBits(object) | (marked ? Self.markBit : 0)
+    internal func storeIfEmptyAndUntagged(_ object: consuming Object, marked: Bool) -> Bool {
+        let new = Self.retainedBits(consume object) | (marked ? Self.markBit : 0)
         let (_, stored) = bits.update { observed in
             observed == 0 ? new : nil
         }
@@ -184,20 +198,20 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     }
 
     /// Sets the tag and takes the object out, unless it is marked: a marked object stays in the
-    /// slot until the slot is destroyed, and is returned without being taken.
+    /// slot until the slot is destroyed, and is not taken (``withLoaded(as:_:)`` reads it).
     ///
     /// One exchange; a marked object is put back at once. Meanwhile the slot reads as tagged and
     /// empty, which a reader must take as "ended before any object came": the object's owner
     /// must make that reading mean the same as finding it there.
     @inlinable
     @inline(__always)
-    internal func tagTakingUnmarked() -> (taken: Object?, kept: Object?) {
+    internal func tagTakingUnmarked() -> (taken: Object?, kept: Bool) {
         let observed = bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing)
         if observed & Self.markBit != 0 {
             bits.store(observed | Self.tagBit, ordering: .releasing)
-            return (nil, Self.borrow(observed))
+            return (nil, true)
         }
-        return (Self.take(observed), nil)
+        return (Self.take(observed), false)
     }
 
     /// Takes the object out and sets the tag with a load and a store, for an owner that no other

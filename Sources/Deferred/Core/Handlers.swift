@@ -22,6 +22,13 @@ internal enum Handler<Value: Sendable> {
     /// that runs it (the source attempt), to read how that attempt finished.
     case sourcedLink(ChainNode, @Sendable (_ source: ChainNode, _ node: ChainNode, Value, inout DrainQueue) -> Void)
 
+    /// A step of a join: like ``sourcedLink``, and the step also receives `index`, the position
+    /// of the input it continues, kept here rather than captured, so that linking an input makes
+    /// and counts no closure context.
+    case indexedLink(
+        ChainNode, Int,
+        @Sendable (_ source: ChainNode, _ node: ChainNode, _ index: Int, Value, inout DrainQueue) -> Void)
+
     /// A callback of an attempt (`uponSuccess`, `uponFailure`): like ``callback``, and `body`
     /// also receives the storage that runs it, to read whether the attempt was cancelled when
     /// the body starts. Receiving it rather than capturing it keeps a pending attempt from
@@ -60,6 +67,8 @@ internal enum Handler<Value: Sendable> {
             queue.runStep(of: node) { node, queue in step(node, value, &queue) }
         case .sourcedLink(let node, let step):
             queue.runStep(of: node) { node, queue in step(source, node, value, &queue) }
+        case .indexedLink(let node, let index, let step):
+            queue.runStep(of: node) { node, queue in step(source, node, index, value, &queue) }
         case .sourcedCallback(let executor, let body):
             if executor.runsInPlace {
                 body(source, value)
@@ -77,7 +86,7 @@ internal enum Handler<Value: Sendable> {
     @inlinable
     internal var linkedNode: ChainNode? {
         switch self {
-        case .link(let node, _), .sourcedLink(let node, _): node
+        case .link(let node, _), .sourcedLink(let node, _), .indexedLink(let node, _, _): node
         case .immediate, .callback, .sourcedCallback, .cancelHandler: nil
         }
     }

@@ -235,8 +235,9 @@ extension AttemptNode {
         }
         let (held, handlers) = upstream.tagTakingUnmarked()
         leaveLedgerIfTracked()
-        if let handlers {
-            CancelHandlers.linked(handlers).fillAsSoleFiller(end == .stop ? stopReason : nil)
+        if handlers {
+            // Borrowed: they stay in the slot.
+            _ = upstream.withLoaded(as: CancelHandlers.self) { $0.fillAsSoleFiller(end == .stop ? stopReason : nil) }
         }
         return (held, false)
     }
@@ -255,14 +256,17 @@ extension AttemptNode {
 
     /// Makes this attempt hold `held`, whose units are taken already, instead of what it held,
     /// unless its demand has ended; returns `false` then, releasing `held`'s units.
+    ///
+    /// `tracked`, if given, is whether `held` has a source that the deadline ledger tracks, read
+    /// after its units were taken (as a join reads its inputs while it takes them).
     @usableFromInline
     @discardableResult
-    internal final func hold(taken held: ChainNode?) -> Bool {
+    internal final func hold(taken held: ChainNode?, tracked: Bool? = nil) -> Bool {
         let (exchanged, previous, _) = upstream.exchangeUnlessTagged(held)
         if exchanged {
             if isTracked {
                 DeadlineLedger.shared.reconcile(self)  // It now counts on `held`, not on `previous`.
-            } else if let held, held.hasTrackedSource {
+            } else if let held, tracked ?? held.hasTrackedSource {
                 DeadlineLedger.shared.track(self, own: nil)  // Its deadlines now reach `held`.
             }
         }
@@ -287,42 +291,41 @@ extension AttemptNode {
     /// until the node is destroyed once it is there: so it can be read without being retained.
     @usableFromInline
     internal final func onCancel(_ handler: @escaping @Sendable () -> Void) {
-        guard let handlers = cancelHandlers() else {
-            // Its demand ended before any handler came.
-            if isStopped {
-                handler()
-            }
-            return
+        let added = withCancelHandlers { handlers in
+            handlers.add(.cancelHandler(UnretainedImmediateExecutor(), handler))
         }
-        handlers.add(.cancelHandler(UnretainedImmediateExecutor(), handler))
+        if !added && isStopped {
+            handler()  // Its demand ended before any handler came.
+        }
     }
 
     /// Registers a cancel handler of this attempt's producer that learns why the attempt stopped;
     /// see ``onCancel(_:)``.
     @usableFromInline
     internal final func onCancel(reporting handler: @escaping @Sendable (CancellationReason) -> Void) {
-        guard let handlers = cancelHandlers() else {
-            if isStopped {
-                handler(stopReason)
-            }
-            return
+        let added = withCancelHandlers { handlers in
+            handlers.add(
+                .immediate(UnretainedImmediateExecutor()) { reason in
+                    if let reason {
+                        handler(reason)
+                    }
+                })
         }
-        handlers.add(
-            .immediate(UnretainedImmediateExecutor()) { reason in
-                if let reason {
-                    handler(reason)
-                }
-            })
+        if !added && isStopped {
+            handler(stopReason)
+        }
     }
 
-    /// The storage of this root's cancel handlers, made on first use; `nil` if its demand ended
-    /// before any handler came.
+    /// Calls `body` with the storage of this root's cancel handlers, made on first use and
+    /// borrowed, not retained (it stays until the node is destroyed); returns `false` without
+    /// calling it if its demand ended before any handler came.
     @inlinable
-    internal final func cancelHandlers() -> CancelHandlers? {
+    @inline(__always)
+    internal final func withCancelHandlers(_ body: (CancelHandlers) -> Void) -> Bool {
         if upstream.isEmpty {
             _ = upstream.storeIfEmptyAndUntagged(CancelHandlers(), marked: true)
         }
-        return upstream.load().object.map(CancelHandlers.linked)
+        return upstream.withLoaded(as: CancelHandlers.self, body) != nil
     }
 
     /// Why this attempt stopped, once it has: its stop was a cancellation, a deadline that passed,
@@ -431,9 +434,11 @@ internal final class HeldInputs: ChainNode, @unchecked Sendable {
     @usableFromInline
     override internal func detachDownstream(to nodes: inout ReleaseStack) {
         nodes.reserve(inputs.count)
-        for input in inputs {
+        // Moved out from the back of the reversed list, each reference goes as it is, retained
+        // and released no more; the stack still releases the first input last.
+        inputs.reverse()
+        while let input = inputs.popLast() {
             nodes.pushUnit(input)
         }
-        inputs = []
     }
 }
