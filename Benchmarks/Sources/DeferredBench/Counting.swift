@@ -14,7 +14,11 @@ struct Counts: Sendable {
 /// The scenarios whose work runs on the measuring thread alone, so that callgrind counts all of it.
 ///
 /// The others hand work to other threads and wait, where counts depend on who waits how long.
-let countedScenarios: Set<String> = ["S1", "S2", "S3", "S4", "S5", "S10", "S11", "S12", "S13", "S15", "S16"]
+/// S17's limit goes to the Dispatch timer service, whose thread sleeps through it (every limit is
+/// a minute away and the first is the earliest): only the heap's push runs, on the measuring thread.
+let countedScenarios: Set<String> = [
+    "S1", "S2", "S3", "S4", "S5", "S10", "S11", "S12", "S13", "S15", "S16", "S17",
+]
 
 /// The implementations counted: Deferred, the baseline it is judged against, and the naive future.
 ///
