@@ -71,7 +71,7 @@ final class LoopThread: Sendable {
     func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
         let deadline = ContinuousClock.now.advanced(by: delay)
         let isEarliest = delayed.withLock { bodies in
-            bodies.insert(deadline: deadline, body) && bodies.firstDeadline == deadline
+            bodies.insert(deadline: deadline, body).isFirst
         }
         if isEarliest {
             wakeUp.signal()  // The thread may wait for a later deadline.

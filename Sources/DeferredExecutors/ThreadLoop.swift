@@ -55,7 +55,7 @@ final class ThreadLoop: Sendable {
     /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
     func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
         let deadline = ContinuousClock.now.advanced(by: delay)
-        guard work.delayed.withLock({ $0.insert(deadline: deadline, body) }) else {
+        guard work.delayed.withLock({ $0.insert(deadline: deadline, body).accepted }) else {
             return
         }
         runLoop.perform(after: delay) { [work] in work.runDelayed(dueBy: deadline) }

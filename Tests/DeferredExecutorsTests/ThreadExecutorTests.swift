@@ -143,6 +143,28 @@ import Testing
         #expect(ranOn == thread.value())
     }
 
+    @Test(arguments: OwnedThreadKind.allCases) func delayedWorkRunsByDeadlineWhateverTheDelaysPrecision(
+        _ kind: OwnedThreadKind
+    ) {
+        let executor = kind.make()
+        defer { executor.shutdown() }
+        let order = OrderRecorder(count: 6)
+        let done = Deferred<Void>()
+        // Never due: neither a century away nor the longest delay a `Duration` holds traps or runs.
+        executor.submit(after: .seconds(100 * 365 * 86_400)) { order.record(4) }
+        executor.submit(after: .seconds(Int64.max)) { order.record(5) }
+        // Delays with parts of a nanosecond (the clock counts whole ones) run, by deadline.
+        executor.submit(after: .milliseconds(30) + .nanoseconds(0.4)) { order.record(1) }
+        executor.submit(after: .milliseconds(30) + .nanoseconds(0.2)) { order.record(2) }
+        executor.submit(after: .milliseconds(10)) { order.record(0) }
+        executor.submit(after: .milliseconds(30) + .nanoseconds(1.5)) {
+            order.record(3)
+            done.fill()
+        }
+        _ = done.value()
+        #expect(order.order == [0, 1, 2, 3])
+    }
+
     @Test func runLoopTimersWorkInsideItsBodies() {
         let executor = ThreadExecutor()
         defer { executor.shutdown() }
