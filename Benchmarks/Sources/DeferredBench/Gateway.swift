@@ -7,7 +7,8 @@ import NIOPosix
 
 // `deferred-bench gateway`: the service gateway of the Performance guide, each implementation in a
 // process of its own (so that peak memory, threads and allocations are its own), in rotating
-// order, at a saturated and a latency-bound setting.
+// order, at a saturated and a latency-bound setting, and saturated again with limits that never
+// fire, where every implementation does the same work.
 
 let gatewayUsage = """
     usage: deferred-bench gateway [--quick] [--runs N] [--requests N] [--backends N] [--latency-us N]
@@ -18,8 +19,9 @@ let gatewayUsage = """
       --backends N     backends per request (default 3)
       --latency-us N   the longest backend latency, in µs; latencies spread evenly from 0 (default 2,000)
       --timeout-us N   each request's time limit, in µs (default 1,500)
-      --in-flight N,N  requests in flight: one setting each (default 1,000 (saturated) and 10
-                       (latency-bound), then 1,000 again with both cores kept busy)
+      --in-flight N,N  requests in flight: one setting each (default 1,000 (saturated), 1,000 with
+                       limits of 50 ms that never fire (saturated, equal work), 10 (latency-bound),
+                       then 1,000 again with both cores kept busy)
       --busy           run every setting with both cores kept busy by two other processes
       --runs N         runs per implementation and setting (default 5; 1 with --quick)
       --update-docs    rewrite the gateway figures of README.md and the Performance guide (a full run)
@@ -184,13 +186,16 @@ func gatewayMain(_ arguments: [String]) -> [GatewayResults] {
         value("--in-flight").map { list in
             list.split(separator: ",").compactMap { Int($0) }.map { GatewaySetting(inFlight: $0, busy: busy) }
         } ?? [
-            GatewaySetting(inFlight: 1_000, busy: busy), GatewaySetting(inFlight: 10, busy: busy),
-            GatewaySetting(inFlight: 1_000, busy: true),
+            GatewaySetting(inFlight: 1_000, busy: busy),
+            // Saturated, and every implementation does the same work: no reply takes near 50 ms.
+            GatewaySetting(inFlight: 1_000, busy: busy, timeout: .milliseconds(50)),
+            GatewaySetting(inFlight: 10, busy: busy), GatewaySetting(inFlight: 1_000, busy: true),
         ]
     var results: [GatewayResults] = []
     for setting in settings {
         var workload = base
         workload.inFlight = setting.inFlight
+        workload.timeout = setting.timeout ?? base.timeout
         if setting.inFlight < (settings.first?.inFlight ?? setting.inFlight) {
             workload.requests = max(setting.inFlight, workload.requests / 5)
         }
@@ -224,10 +229,12 @@ func gatewayMain(_ arguments: [String]) -> [GatewayResults] {
     return results
 }
 
-/// One setting of the gateway: how many requests in flight, and whether both cores are kept busy.
+/// One setting of the gateway: how many requests in flight, whether both cores are kept busy, and
+/// the time limit if not the run's own.
 struct GatewaySetting: Hashable {
     var inFlight: Int
     var busy: Bool
+    var timeout: Duration? = nil
 }
 
 /// The rows of one setting.
@@ -376,16 +383,15 @@ private func variantsSentence(_ result: GatewayResults) -> String {
 /// The generated regions of the gateway: its tables in the Performance guide, and the lead of the
 /// README's Performance section.
 func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String: String] {
-    // The README quotes one setting: the first, idle, whose rows all did equal work (each timeout
-    // rate within 5 points of the exact-timer rate); at saturation requests queue behind the
-    // backends, and the rates show how fast each implementation drains the queue, not its timers.
-    // Deferred's own variants (deadlines, loops) are not peers: they do not decide the setting.
-    let quoted = results.first { result in
+    // The README quotes the idle settings whose rows all did equal work (each timeout rate within
+    // 5 points of the exact-timer rate); at saturation with limits that fire, requests queue behind
+    // the backends, and the rates show how fast each implementation drains the queue, not its
+    // timers. Deferred's own variants (deadlines, loops) are not peers: they do not decide it.
+    let quoted = results.filter { result in
         let exact = result.workload.exactTimeoutRate
         return !result.setting.busy
             && result.rows.allSatisfy { $0.implementation.isVariant || !$0.isUnequal(exact: exact) }
     }
-    let ours = quoted?.row(.deferred)
     let intro = """
         Measured on \(context.date) at commit \(context.commit): \(context.machine), release build; one \
         run of `deferred-bench gateway --update-docs` (\(format(context.minutes)) minutes), each \
@@ -400,19 +406,33 @@ func gatewayRegions(_ results: [GatewayResults], context: RunContext) -> [String
             }.joined(separator: "\n")
         }
     let comparison =
-        quoted.map { result in
-            """
-            With \(result.setting.inFlight) requests in flight on 2 cores (run of \(context.date)), every \
-            implementation timing out \(format(result.workload.exactTimeoutRate * 100)) % of the requests \
-            within 5 points, as exact timers would, Deferred spends \
-            \(ours.map { format($0.processorMicrosecondsPerRequest) } ?? "?") µs of processor time per \
-            request, \(format(result.ratio(to: .nio))) times what swift-nio's `EventLoopFuture` spends and \
-            \(format(result.ratio(to: .async))) times what async/await spends (task groups with a timeout child).\(variantsSentence(result))
-            """
-        } ?? """
-            In the run of \(context.date) no setting had every implementation time out as exact timers \
-            would (within 5 points), so no ratio is quoted here; the tables show each.
-            """
+        quoted.isEmpty
+        ? """
+        In the run of \(context.date) no setting had every implementation time out as exact timers \
+        would (within 5 points), so no ratio is quoted here; the tables show each.
+        """
+        : quoted.enumerated().map { index, result in
+            let ours = result.row(.deferred).map { format($0.processorMicrosecondsPerRequest) } ?? "?"
+            let limit = result.workload.timeout.clampedNanosecondsForBench
+            let setting =
+                index == 0
+                ? "With \(result.setting.inFlight) requests in flight on 2 cores (run of \(context.date))"
+                : "With \(result.setting.inFlight) in flight"
+            let timeouts =
+                result.workload.exactTimeoutRate == 0
+                ? "and limits of \(format(Double(limit) / 1_000_000)) ms that never fire, every implementation doing the same work"
+                : "every implementation timing out \(format(result.workload.exactTimeoutRate * 100)) % of "
+                    + "the requests within 5 points, as exact timers would"
+            let peers =
+                index == 0
+                ? "\(format(result.ratio(to: .nio))) times what swift-nio's `EventLoopFuture` spends and "
+                    + "\(format(result.ratio(to: .async))) times what async/await spends (task groups with a "
+                    + "timeout child)"
+                : "\(format(result.ratio(to: .nio))) times NIO's and \(format(result.ratio(to: .async))) "
+                    + "times async/await's"
+            return "\(setting), \(timeouts), Deferred spends \(ours) µs of processor time per request, "
+                + "\(peers).\(variantsSentence(result))"
+        }.joined(separator: " ")
     let readme = """
         The job Deferred exists for, measured: a service gateway that fans each request out to \
         three backends, joins their replies, gives up after 1.5 ms and cancels what it no longer \
