@@ -53,7 +53,13 @@ public final class LoopExecutor: SchedulingExecutor {
     ///   - delay: How long to wait first.
     ///   - body: The work to run; released without running if the executor shuts down first.
     public func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        thread.accept(after: delay, body)
+        thread.accept(after: delay, .body(body))
+    }
+
+    /// How many delayed bodies and limits' timers wait in this loop's heap, counting withdrawn
+    /// timers not yet dropped; for tests.
+    internal var delayedCount: Int {
+        thread.delayedCount
     }
 
     /// Whether ``shutdown()`` has been called (directly, or by releasing the executor).
@@ -75,5 +81,14 @@ public final class LoopExecutor: SchedulingExecutor {
     @discardableResult
     public func shutdown() -> Future<Void> {
         thread.shutdown()
+    }
+}
+
+extension LoopExecutor: TimerScheduling {
+    /// Keeps a time limit's timer in this loop's heap, where its attempt withdraws it if it
+    /// finishes first; runs it on the thread once `delay` has passed.
+    @usableFromInline
+    package func schedule(_ timer: DispatchTimer, after delay: Duration) {
+        thread.accept(after: delay, .timer(timer))
     }
 }

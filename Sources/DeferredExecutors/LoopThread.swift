@@ -55,6 +55,11 @@ final class LoopThread: Sendable {
         return running != 0 && running == currentThreadIdentifier
     }
 
+    /// How many delayed bodies and timers wait, withdrawn timers not yet dropped included.
+    var delayedCount: Int {
+        delayed.withLock { $0.count }
+    }
+
     /// Whether ``shutdown()`` has been called.
     var isShutDown: Bool {
         pending.isClosed
@@ -67,13 +72,16 @@ final class LoopThread: Sendable {
         push(body, onto: pending) { wakeUp.signal() }
     }
 
-    /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
-    func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the thread once `delay` has passed, unless the loop shuts down first (a
+    /// timer is then abandoned).
+    func accept(after delay: Duration, _ work: DelayedWork) {
         let deadline = ContinuousClock.now.advanced(by: delay)
-        let isEarliest = delayed.withLock { bodies in
-            bodies.insert(deadline: deadline, body).isFirst
+        let (accepted, isEarliest) = delayed.withLock { bodies in
+            bodies.insert(deadline: deadline, work)
         }
-        if isEarliest {
+        if !accepted {
+            work.release()
+        } else if isEarliest {
             wakeUp.signal()  // The thread may wait for a later deadline.
         }
     }
@@ -129,8 +137,8 @@ final class LoopThread: Sendable {
     private func runDelayed() -> Bool {
         let now = ContinuousClock.now
         var ran = false
-        while let body = delayed.withLock({ $0.popFirst(dueBy: now) }) {
-            body()
+        while let work = delayed.withLock({ $0.popFirst(dueBy: now) }) {
+            work.run()
             ran = true
         }
         return ran

@@ -55,7 +55,7 @@ final class ThreadLoop: Sendable {
     /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
     func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
         let deadline = ContinuousClock.now.advanced(by: delay)
-        guard work.delayed.withLock({ $0.insert(deadline: deadline, body).accepted }) else {
+        guard work.delayed.withLock({ $0.insert(deadline: deadline, .body(body)).accepted }) else {
             return
         }
         runLoop.perform(after: delay) { [work] in work.runDelayed(dueBy: deadline) }
@@ -158,8 +158,8 @@ private final class ThreadWork: Sendable {
     /// fires a little before the clock says it is due.
     func runDelayed(dueBy deadline: ContinuousClock.Instant) {
         let end = max(deadline, .now)
-        while let body = delayed.withLock({ $0.popFirst(dueBy: end) }) {
-            body()
+        while let work = delayed.withLock({ $0.popFirst(dueBy: end) }) {
+            work.run()
         }
         stopIfFinished()
     }
@@ -174,8 +174,8 @@ private final class ThreadWork: Sendable {
         // are those due by the shutdown, which no timer may have run yet.
         isFinished.store(true, ordering: .releasing)
         drain()
-        while let body = delayed.withLock({ $0.popFirst(dueBy: shutdownTime) }) {
-            body()
+        while let work = delayed.withLock({ $0.popFirst(dueBy: shutdownTime) }) {
+            work.run()
         }
         let runLoop = CFRunLoopGetCurrent()
         CFRunLoopStop(runLoop)

@@ -1,5 +1,5 @@
 import Deferred
-import DeferredExecutors
+@testable import DeferredExecutors
 import Dispatch
 import Foundation
 import TestSupport
@@ -90,5 +90,44 @@ import Testing
             .uponSuccess(loop) { answer.fill(with: loop.isCurrent ? $0 : -1) }
         second.succeed(with: 41)
         #expect(answer.wait(until: .now() + 30) == 42)
+    }
+
+    /// Limits that their attempts beat are withdrawn from the loop's heap: with limits an hour
+    /// long, the heap holds a bounded number of them (the withdrawn ones wait for a pass that
+    /// drops them), not one for each limit ever set.
+    @Test func limitsThatTheirAttemptsBeatDoNotPileUpOnTheLoop() {
+        let loop = LoopExecutor(name: "withdrawn")
+        defer { loop.shutdown() }
+        let answers = Counter()
+        for value in 0..<10_000 {
+            let writer = DeferredAttempt<Int, any Error>()
+            writer.attempt.timeout(after: .seconds(3_600), upon: loop).uponSuccess(.immediate) { _ in
+                answers.increment()
+            }
+            writer.succeed(with: value)
+        }
+        #expect(answers.value == 10_000)
+        #expect(loop.delayedCount <= 2_048, "\(loop.delayedCount) timers wait for limits already beaten")
+    }
+
+    /// A limit that passes on a loop still times its attempt out once other limits on the loop
+    /// were withdrawn and dropped around it.
+    @Test func aLimitPassesAmongWithdrawnOnes() {
+        let loop = LoopExecutor(name: "among-withdrawn")
+        defer { loop.shutdown() }
+        let slow = DeferredAttempt<Int, any Error>()
+        let timedOut = Deferred<Bool>()
+        slow.attempt.timeout(after: .milliseconds(50), upon: loop).upon(.immediate) { result in
+            if case .failure(let error) = result {
+                timedOut.fill(with: error is TimeoutError)
+            }
+        }
+        for value in 0..<5_000 {
+            let writer = DeferredAttempt<Int, any Error>()
+            writer.attempt.timeout(after: .seconds(3_600), upon: loop).upon(.immediate) { _ in }
+            writer.succeed(with: value)
+        }
+        #expect(timedOut.wait(until: .now() + 30) == true)
+        #expect(slow.attempt.isCancelled, "the limit stopped the work")
     }
 }

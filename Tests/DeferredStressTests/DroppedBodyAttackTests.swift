@@ -180,21 +180,23 @@ extension StressSuites {
 
         final class LostLimitRace: Sendable {
             let slot = Slot<TestError>()
-            let thread = ThreadExecutor(name: "dropped-body.limit")
+            let thread: any OwnedThreadExecutor
             let consumer: Attempt<Int, TestError>
             let live = LiveCount()
             let runs = Counter()
-            init() {
+            init(_ kind: OwnedThreadKind) {
+                thread = kind.make(name: "dropped-body.limit")
                 consumer = slot.attempt.timeout(after: .seconds(30), upon: thread, failingWith: .timedOut)
                     .map(upon: .immediate) { $0 + 1 }
                 DroppedBodyAttackTests.track(consumer, live, runs)
             }
         }
 
-        /// The limit's executor shuts down (the limit is lost) as the source is lost: the
-        /// consumer is orphaned and released whatever the order.
-        @Test func limitLostAsTheSourceIsLost() {
-            let fixtures = (0..<max(1, Self.rounds / 4)).map { _ in LostLimitRace() }
+        /// The limit's executor shuts down (the limit is lost: a thread executor releases its body,
+        /// a loop abandons its timer) as the source is lost: the consumer is orphaned and released
+        /// whatever the order.
+        @Test(arguments: OwnedThreadKind.allCases) func limitLostAsTheSourceIsLost(_ kind: OwnedThreadKind) {
+            let fixtures = (0..<max(1, Self.rounds / 4)).map { _ in LostLimitRace(kind) }
             RaceHarness.run(
                 fixtures,
                 left: { $0.slot.lose() },

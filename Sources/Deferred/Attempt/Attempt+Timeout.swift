@@ -59,10 +59,12 @@ extension Attempt {
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
             if nanoseconds > 0, let queue = executor as? DispatchQueue {
-                let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds) { limited in
-                    TimeoutAttemptNode<Success, Failure>.linked(limited).expire()
-                }
+                let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds, expire: Self.expireLimited)
                 DispatchTimers.shared.schedule(timer)
+                limited.hold(timer)
+            } else if nanoseconds > 0, let timers = executor as? any TimerScheduling {
+                let timer = LimitTimer(limiting: limited, on: nil, after: nanoseconds, expire: Self.expireLimited)
+                timers.schedule(timer, after: limit)
                 limited.hold(timer)
             } else {
                 let guarded = LimitBody(limited)
@@ -72,6 +74,18 @@ extension Attempt {
             }
         }
         return attempt
+    }
+
+    /// What a limit's timer does with the node it limits as the limit passes (`lost` false), or
+    /// as its executor abandons it (`lost` true).
+    @inlinable
+    internal static func expireLimited(_ limited: ChainNode, lost: Bool) {
+        let node = TimeoutAttemptNode<Success, Failure>.linked(limited)
+        if lost {
+            node.limitLost()
+        } else {
+            node.expire()
+        }
     }
 }
 
@@ -311,25 +325,39 @@ internal final class LimitTimer: DispatchTimer, @unchecked Sendable {
     @usableFromInline
     internal weak var limited: ChainNode?
 
-    /// Expires the node in `limited`, whose type it knows (see ``ChainNode/linked(_:)``).
+    /// Expires the node in `limited`, whose type it knows (see ``ChainNode/linked(_:)``), or tells
+    /// it that it lost its limit (`lost`).
     @usableFromInline
-    internal let expire: @Sendable (ChainNode) -> Void
+    internal let expire: @Sendable (ChainNode, _ lost: Bool) -> Void
 
+    /// A timer on `queue`, or without one for an executor that keeps it (see ``TimerScheduling``).
     @usableFromInline
     internal init(
-        limiting limited: ChainNode, on queue: DispatchQueue, after nanoseconds: Int,
-        expire: @escaping @Sendable (ChainNode) -> Void
+        limiting limited: ChainNode, on queue: DispatchQueue?, after nanoseconds: Int,
+        expire: @escaping @Sendable (ChainNode, _ lost: Bool) -> Void
     ) {
         self.limited = limited
         self.expire = expire
         super.init(on: queue, after: nanoseconds)
     }
 
-    override internal func work() -> @Sendable () -> Void {
+    override package func work() -> @Sendable () -> Void {
         { [self] in
             if let limited {
-                expire(limited)
+                expire(limited, false)
             }
+        }
+    }
+
+    override package func runWork() {
+        if let limited {
+            expire(limited, false)
+        }
+    }
+
+    override internal func loseWork() {
+        if let limited {
+            expire(limited, true)
         }
     }
 }

@@ -145,7 +145,8 @@ internal final class DispatchTimers: @unchecked Sendable {
             while let (deadline, timer) = heap.first, deadline <= now || timer.isWithdrawn {
                 _ = heap.removeFirst()
                 if timer.claim() {
-                    timer.queue.async(execute: timer.work())
+                    // Only a timer with a queue comes here (see `DispatchTimer.queue`).
+                    timer.queue?.async(execute: timer.work())
                 } else {
                     dropped += 1
                 }
@@ -162,7 +163,9 @@ internal final class DispatchTimers: @unchecked Sendable {
     }
 }
 
-/// Work waiting in ``DispatchTimers``: it either runs once, on its queue, or is withdrawn.
+/// Work waiting in ``DispatchTimers``, or in the timer heap of an executor that keeps its own
+/// (``TimerScheduling``, a loop of `DeferredExecutors`): it either runs once, on its queue or on
+/// that executor, or is withdrawn; one that its executor will never run is abandoned.
 ///
 /// A subclass says what the work is: ``DispatchBodyTimer`` runs a closure, and a time limit's
 /// timer decides its attempt, so that a limit costs no closure of its own.
@@ -172,54 +175,94 @@ internal final class DispatchTimers: @unchecked Sendable {
 /// `next` belongs to whoever owns the timer on the stack (see ``ClosableStack``); the rest never
 /// changes.
 @usableFromInline
-internal class DispatchTimer: StackNode, @unchecked Sendable {
-    /// When the work is due, in uptime nanoseconds.
+package class DispatchTimer: StackNode, @unchecked Sendable {
+    /// When the work is due, in uptime nanoseconds (zero for a timer without a queue, whose
+    /// executor keeps the deadline).
     @usableFromInline
     internal let deadline: UInt64
-    /// Where the work runs.
+    /// Where the work runs: a queue, for a timer of ``DispatchTimers``; `nil` for a timer that an
+    /// executor of its own keeps (see ``TimerScheduling``), which runs the work itself.
     @usableFromInline
-    internal let queue: DispatchQueue
+    internal let queue: DispatchQueue?
     /// Set by whichever of running and withdrawing comes first.
     @usableFromInline
     internal let claimed: Atomic<Bool>
     @exclusivity(unchecked) @usableFromInline package var next: UInt = 0
 
-    /// A timer for work due `nanoseconds` (more than zero) from now, on `queue`.
+    /// A timer for work due `nanoseconds` (more than zero) from now, on `queue`; or, without a
+    /// queue, for an executor that keeps the deadline itself.
     @usableFromInline
-    internal init(on queue: DispatchQueue, after nanoseconds: Int) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
-        self.deadline = overflow ? .max - 1 : deadline
+    internal init(on queue: DispatchQueue?, after nanoseconds: Int) {
+        if queue != nil {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let (deadline, overflow) = now.addingReportingOverflow(UInt64(nanoseconds))
+            self.deadline = overflow ? .max - 1 : deadline
+        } else {
+            deadline = 0
+        }
         self.queue = queue
         claimed = Atomic(false)
     }
 
-    /// Whether the work was withdrawn (or has been handed to its queue).
-    internal final var isWithdrawn: Bool {
+    /// Whether the work was withdrawn (or has been handed to its queue, or run).
+    package final var isWithdrawn: Bool {
         claimed.load(ordering: .relaxed)
     }
 
     /// Claims the work, to run or to withdraw it; `false` if it was claimed already.
-    internal final func claim() -> Bool {
+    package final func claim() -> Bool {
         !claimed.exchange(true, ordering: .acquiringAndReleasing)
     }
 
-    /// The work to hand to the queue, once claimed to run.
-    internal func work() -> @Sendable () -> Void {
+    /// The work to hand to the queue (or for the executor to run), once claimed to run.
+    package func work() -> @Sendable () -> Void {
         fatalError("abstract")
+    }
+
+    /// Runs the work in place, once claimed to run: what an executor that keeps the timer does.
+    package func runWork() {
+        work()()
     }
 
     /// Releases the work, once claimed to withdraw it.
     internal func dropWork() {}
+
+    /// Tells the work that it will never run, once claimed to abandon it; by default, releases it.
+    internal func loseWork() {
+        dropWork()
+    }
 
     /// Withdraws the work unless it has been handed to its queue, and releases it at once.
     @usableFromInline
     internal final func withdraw() {
         if claim() {
             dropWork()
-            DispatchTimers.shared.withdrawals.wrappingAdd(1, ordering: .relaxed)
+            if queue != nil {
+                DispatchTimers.shared.withdrawals.wrappingAdd(1, ordering: .relaxed)
+            }
         }
     }
+
+    /// Abandons the work, which its executor will never run (it shut down), unless it was
+    /// withdrawn or run: a time limit's attempt learns that it lost its limit.
+    package final func abandon() {
+        if claim() {
+            loseWork()
+        }
+    }
+}
+
+/// An executor that keeps the timers of time limits set on it in a heap of its own, where a
+/// limit whose attempt finishes first is withdrawn: a loop of `DeferredExecutors`.
+///
+/// A limit on any other executor but a Dispatch queue goes through `submit(after:)`, which cannot
+/// be taken back: its body waits, holding a little memory, until its deadline.
+@usableFromInline
+package protocol TimerScheduling: SchedulingExecutor {
+    /// Runs `timer`'s work on this executor once `delay` has passed, once, if it claims the
+    /// timer first (see ``DispatchTimer/claim()``); abandons it (``DispatchTimer/abandon()``) if it
+    /// will never run it.
+    func schedule(_ timer: DispatchTimer, after delay: Duration)
 }
 
 /// A closure waiting in ``DispatchTimers``: the body of `submit(after:)`.
@@ -232,7 +275,7 @@ internal final class DispatchBodyTimer: DispatchTimer, @unchecked Sendable {
         super.init(on: queue, after: nanoseconds)
     }
 
-    override func work() -> @Sendable () -> Void {
+    override package func work() -> @Sendable () -> Void {
         body.take().unsafelyUnwrapped
     }
 
