@@ -32,8 +32,10 @@ enum DelayedWork: Sendable {
         }
     }
 
-    /// Lets go of it unrun, as its executor will never run it: a timer is abandoned (its attempt
-    /// learns that it lost its limit). Outside any lock: that runs the attempt's code.
+    /// Lets go of it unrun, as its executor will never run it.
+    ///
+    /// A timer is abandoned: its attempt learns that it lost its limit. Outside any lock, since
+    /// that runs the attempt's code.
     func release() {
         if case .timer(let timer) = self {
             timer.abandon()
@@ -88,9 +90,11 @@ struct DelayedBodies: Sendable {
         origin.advanced(by: .nanoseconds(key))
     }
 
-    /// Adds `work` unless the executor shut down; returns whether it did, and whether `work` is
-    /// now the first due (the thread may be waiting for a later deadline). Refused, `work` is the
-    /// caller's to release (see ``DelayedWork/release()``).
+    /// Adds `work` unless the executor shut down.
+    ///
+    /// Returns whether it did, and whether `work` is now the first due (the thread may be waiting
+    /// for a later deadline). Refused, `work` is the caller's to release (see
+    /// ``DelayedWork/release()``).
     @discardableResult
     mutating func insert(deadline: ContinuousClock.Instant, _ work: DelayedWork) -> (accepted: Bool, isFirst: Bool) {
         guard !isClosed else {

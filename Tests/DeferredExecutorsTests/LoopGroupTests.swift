@@ -1,9 +1,10 @@
 import Deferred
-@testable import DeferredExecutors
 import Dispatch
 import Foundation
 import TestSupport
 import Testing
+
+@testable import DeferredExecutors
 
 /// What a ``LoopGroup`` and its loops promise beyond any executor that owns a thread (those
 /// promises are in `ThreadExecutorTests` and `ThreadExecutorLifecycleTests`, for both kinds).
