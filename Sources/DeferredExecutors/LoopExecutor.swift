@@ -6,7 +6,8 @@ public import Deferred
 /// Its thread runs nothing but this executor's work. Submitting a body is a push onto a
 /// lock-free stack, with a wake-up only when the thread waits; `submit(after:)` keeps the body
 /// in the loop's own timer heap, so a time limit on a loop (`timeout(after:upon:)`) needs no
-/// Dispatch timer and no hop through a queue. A service pins each request to one loop of a group
+/// Dispatch timer and no hop through a queue. A limit that its attempt beats is withdrawn from
+/// the heap: the loop does not wake for it, and long limits do not pile up. A service pins each request to one loop of a group
 /// (``LoopGroup/next()``): its stages, callbacks and time limits then run on one thread.
 ///
 /// ```swift

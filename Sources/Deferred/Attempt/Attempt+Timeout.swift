@@ -18,8 +18,8 @@ extension Attempt {
     /// The limit only holds a weak reference to the new attempt, so an attempt that finished or
     /// was dropped early is released early; one whose source lets go of it (its writer was lost)
     /// while attempts derived from it wait keeps itself until the limit passes. On a Dispatch
-    /// queue, an attempt that finishes or is cancelled before the limit also withdraws the limit,
-    /// which then costs nothing more.
+    /// queue or a `LoopExecutor` of `DeferredExecutors`, an attempt that finishes or is cancelled
+    /// before the limit also withdraws the limit, which then costs nothing more.
     ///
     /// - Parameters:
     ///   - limit: How long to wait.
