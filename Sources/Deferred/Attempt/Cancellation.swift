@@ -42,20 +42,14 @@ extension ValueBox where Value: Error {
     /// The error that the failure type itself uses for a cancellation, if it has one.
     @usableFromInline
     internal static var typeDefault: Value? {
-        if let cancellable = Value.self as? any CancellableError.Type {
-            return cancellable.cancelled as any Error as? Value
-        }
-        if Value.self == (any Error).self {
-            return CancellationError() as any Error as? Value
-        }
-        return nil
+        cancellationErrorOfType(Value.self)
     }
 
     /// Whether the failure type says itself how a cancellation fails; folded away where it is
     /// known.
     @inlinable
     internal static var hasTypeDefault: Bool {
-        Value.self is any CancellableError.Type || Value.self == (any Error).self
+        hasCancellationErrorOfType(Value.self)
     }
 
     /// Whether `error` reads as a cancellation: a `CancellationError`, or the type's own
@@ -72,6 +66,28 @@ extension ValueBox where Value: Error {
     }
 }
 
+/// The error that `Failure` itself uses for a cancellation, if it has one.
+///
+/// Free functions of the failure type rather than members of its box: code that is not
+/// specialized (a stop that a release loop carries out) then needs the failure type's metadata
+/// alone, which it has, and looks up no box type's.
+@usableFromInline
+internal func cancellationErrorOfType<Failure: Error>(_: Failure.Type) -> Failure? {
+    if let cancellable = Failure.self as? any CancellableError.Type {
+        return cancellable.cancelled as any Error as? Failure
+    }
+    if Failure.self == (any Error).self {
+        return CancellationError() as any Error as? Failure
+    }
+    return nil
+}
+
+/// Whether `Failure` says itself how a cancellation fails; see ``cancellationErrorOfType(_:)``.
+@inlinable
+internal func hasCancellationErrorOfType<Failure: Error>(_: Failure.Type) -> Bool {
+    Failure.self is any CancellableError.Type || Failure.self == (any Error).self
+}
+
 /// Whether `other` is a value of `lhs`'s type equal to it.
 private func equals<Value: Equatable>(_ lhs: Value, _ other: some Any) -> Bool {
     (other as? Value) == lhs
@@ -82,12 +98,18 @@ extension Optional {
     /// none of the failure type's own.
     @inlinable
     internal func hasNoCancellationError<Failure>() -> Bool where Wrapped == CancellationErrorBox<Failure> {
-        self == nil && !CancellationErrorBox<Failure>.hasTypeDefault
+        guard case .none = self else {
+            return false
+        }
+        return !hasCancellationErrorOfType(Failure.self)
     }
 
     /// The cancellation error from this box, or the failure type's own.
     @usableFromInline
     internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorBox<Failure> {
-        self?.value ?? CancellationErrorBox<Failure>.typeDefault
+        guard case .some(let box) = self else {
+            return cancellationErrorOfType(Failure.self)
+        }
+        return box.value
     }
 }
