@@ -75,7 +75,7 @@ final class LoopThread: Sendable {
     /// Runs `work` on the thread once `delay` has passed, unless the loop shuts down first (a
     /// timer is then abandoned).
     func accept(after delay: Duration, _ work: DelayedWork) {
-        let deadline = ContinuousClock.now.advanced(by: delay)
+        let deadline = ContinuousClock.now.advanced(by: delay.clampedForInstants)
         let (accepted, isEarliest) = delayed.withLock { bodies in
             bodies.insert(deadline: deadline, work)
         }

@@ -54,7 +54,7 @@ final class ThreadLoop: Sendable {
 
     /// Runs `body` on the thread once `delay` has passed, unless the loop shuts down first.
     func accept(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        let deadline = ContinuousClock.now.advanced(by: delay)
+        let deadline = ContinuousClock.now.advanced(by: delay.clampedForInstants)
         guard work.delayed.withLock({ $0.insert(deadline: deadline, .body(body)).accepted }) else {
             return
         }

@@ -131,4 +131,38 @@ import Testing
         #expect(timedOut.wait(until: .now() + 30) == true)
         #expect(slow.attempt.isCancelled, "the limit stopped the work")
     }
+
+    /// The limits of attempts whose writers are lost go with them: each attempt fails as
+    /// abandoned, which withdraws its limit. (An attempt whose writer lives keeps its limit, which
+    /// stops the writer's work when it passes, even if nothing waits for the attempt.)
+    @Test func limitsOfAttemptsWhoseWritersAreLostDoNotPileUpOnTheLoop() {
+        let loop = LoopExecutor(name: "released")
+        defer { loop.shutdown() }
+        for _ in 0..<10_000 {
+            let writer = DeferredAttempt<Int, any Error>()
+            _ = writer.attempt.timeout(after: .seconds(3_600), upon: loop)
+        }
+        #expect(loop.delayedCount <= 2_048, "\(loop.delayedCount) timers wait for attempts already gone")
+    }
+
+    /// Delays too long for any clock neither trap nor run, on a loop, a thread and a queue, as
+    /// delays and as limits.
+    @Test func delaysBeyondAnyClockNeitherTrapNorRun() {
+        let loop = LoopExecutor(name: "forever")
+        let thread = ThreadExecutor(name: "forever")
+        defer {
+            loop.shutdown()
+            thread.shutdown()
+        }
+        let ran = Counter()
+        let forever = Duration(secondsComponent: .max, attosecondsComponent: 999_999_999_999_999_999)
+        let executors: [any SchedulingExecutor] = [loop, thread, DispatchQueue.global()]
+        for executor in executors {
+            executor.submit(after: forever) { ran.increment() }
+            let writer = DeferredAttempt<Int, any Error>()
+            writer.attempt.timeout(after: forever, upon: executor).upon(.immediate) { _ in ran.increment() }
+            writer.succeed(with: 1)
+        }
+        #expect(ran.value == 3, "only the three successes ran")
+    }
 }

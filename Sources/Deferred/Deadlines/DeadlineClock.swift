@@ -61,13 +61,13 @@ internal struct DeadlineMark: Sendable, Hashable {
             self = Self.now(of: clock, advancedBy: limit)
         } else {
             let clock = ContinuousClock()
-            self.init(clock.now.advanced(by: limit), on: clock)
+            self.init(clock.now.advanced(by: limit.clampedForInstants), on: clock)
         }
     }
 
     /// `limit` after `clock`'s now.
     private static func now<C: DeadlineClock>(of clock: C, advancedBy limit: Duration) -> DeadlineMark {
-        DeadlineMark(clock.now.advanced(by: limit), on: clock)
+        DeadlineMark(clock.now.advanced(by: limit.clampedForInstants), on: clock)
     }
 
     /// The time from now until this deadline, on the continuous clock or on `executor`'s if it

@@ -119,6 +119,9 @@ extension Duration {
         guard self > .zero else {
             return 0
         }
+        guard self < .seconds(9_223_372_036) else {
+            return .max  // `components` traps past 64 bits of seconds.
+        }
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else {
@@ -126,6 +129,13 @@ extension Duration {
         }
         let (total, overflowAgain) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
         return overflowAgain ? .max : Int(total)
+    }
+
+    /// This duration, at most 2³³ seconds (about 272 years): a delay that never ends in practice,
+    /// by which any instant can still be advanced without overflowing.
+    @inlinable
+    package var clampedForInstants: Duration {
+        self < .seconds(Int64(1) << 33) ? self : .seconds(Int64(1) << 33)
     }
 }
 
