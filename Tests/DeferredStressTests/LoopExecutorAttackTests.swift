@@ -630,13 +630,7 @@ extension StressSuites {
         @Test func delayedBodiesRunByDeadlineThenSubmission() {
             let loop = LoopExecutor(name: "order")
             defer { loop.shutdown() }
-            let block = DispatchSemaphore(value: 0)
-            let blocked = Deferred<Void>()
-            loop.submit {
-                blocked.fill()
-                block.wait()
-            }
-            _ = blocked.value()
+            let block = holdThread(of: loop)
             let order = Mutex<[Int]>([])
             // i in 0..<200: delays -i ms: later ones are due earlier.
             for i in 0..<200 {

@@ -386,13 +386,7 @@ extension StressSuites {
         @Test func aLimitDueAtShutdownFiresAndOneNotDueIsAbandoned() {
             for _ in 0..<TestSize.sanitized(20) {
                 let loop = LoopExecutor(name: "due-at-shutdown")
-                let block = DispatchSemaphore(value: 0)
-                let blocked = Deferred<Void>()
-                loop.submit {
-                    blocked.fill()
-                    block.wait()
-                }
-                _ = blocked.value()
+                let block = holdThread(of: loop)
                 let due = (WriterSlot(), Outcome())
                 let notDue = (WriterSlot(), Outcome())
                 due.1.track(
@@ -621,13 +615,7 @@ extension StressSuites {
             }
             let loop = LoopExecutor(name: "mixed order")
             defer { loop.shutdown() }
-            let block = DispatchSemaphore(value: 0)
-            let blocked = Deferred<Void>()
-            loop.submit {
-                blocked.fill()
-                block.wait()
-            }
-            _ = blocked.value()
+            let block = holdThread(of: loop)
             let log = Log()
             var writers: [WriterSlot] = []
             var submitted: [(before: ContinuousClock.Instant, after: ContinuousClock.Instant, delay: Duration)] = []

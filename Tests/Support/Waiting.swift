@@ -30,6 +30,19 @@ public func holds(within seconds: Double, _ condition: () -> Bool) -> Bool {
     return true
 }
 
+/// Occupies `executor`'s thread with a body that waits, and returns once that body runs: what
+/// is submitted from now on waits behind it until the returned semaphore is signalled.
+public func holdThread(of executor: some Executor) -> DispatchSemaphore {
+    let release = DispatchSemaphore(value: 0)
+    let holding = Deferred<Void>()
+    executor.submit {
+        holding.fill()
+        release.wait()
+    }
+    _ = holding.value()
+    return release
+}
+
 extension DispatchQueue {
     /// Returns once every body submitted to this serial queue so far has run and been released.
     public func flush() {
