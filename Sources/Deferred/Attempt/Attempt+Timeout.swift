@@ -342,11 +342,7 @@ internal final class LimitTimer: DispatchTimer, @unchecked Sendable {
     }
 
     override package func work() -> @Sendable () -> Void {
-        { [self] in
-            if let limited {
-                expire(limited, false)
-            }
-        }
+        { [self] in runWork() }
     }
 
     override package func runWork() {

@@ -39,19 +39,6 @@ extension CancellationError: CancellableError {
 internal typealias CancellationErrorBox<Failure: Error> = ValueBox<Failure>
 
 extension ValueBox where Value: Error {
-    /// The error that the failure type itself uses for a cancellation, if it has one.
-    @usableFromInline
-    internal static var typeDefault: Value? {
-        cancellationErrorOfType(Value.self)
-    }
-
-    /// Whether the failure type says itself how a cancellation fails; folded away where it is
-    /// known.
-    @inlinable
-    internal static var hasTypeDefault: Bool {
-        hasCancellationErrorOfType(Value.self)
-    }
-
     /// Whether `error` reads as a cancellation: a `CancellationError`, or the type's own
     /// `cancelled` when the type is `Equatable` (other types cannot be compared).
     @usableFromInline
@@ -59,7 +46,7 @@ extension ValueBox where Value: Error {
         if error is CancellationError {
             return true
         }
-        guard let cancelled = typeDefault, let equatable = error as? any Equatable else {
+        guard let cancelled = cancellationErrorOfType(Value.self), let equatable = error as? any Equatable else {
             return false
         }
         return equals(equatable, cancelled)
@@ -82,7 +69,8 @@ internal func cancellationErrorOfType<Failure: Error>(_: Failure.Type) -> Failur
     return nil
 }
 
-/// Whether `Failure` says itself how a cancellation fails; see ``cancellationErrorOfType(_:)``.
+/// Whether `Failure` says itself how a cancellation fails; folded away where it is known (see
+/// ``cancellationErrorOfType(_:)``).
 @inlinable
 internal func hasCancellationErrorOfType<Failure: Error>(_: Failure.Type) -> Bool {
     Failure.self is any CancellableError.Type || Failure.self == (any Error).self
