@@ -114,8 +114,11 @@ let jrJoinSizes: [(JRJoin, Int)] =
 
 extension StressSuites {
     @Suite struct JoinRefcountAttackTests {
+        /// The rounds of a race over joins of `inputs` inputs; half under ThreadSanitizer, which
+        /// instruments each of the nodes a round makes and whose CI stage they lengthened most.
         static func rounds(_ inputs: Int = 1) -> Int {
-            inputs >= 100 ? max(20, TestSize.attack.raceRounds / 10) : TestSize.attack.raceRounds
+            let rounds = inputs >= 100 ? max(20, TestSize.attack.raceRounds / 10) : TestSize.attack.raceRounds
+            return TestSize.underThreadSanitizer ? max(10, rounds / 2) : rounds
         }
 
         // MARK: A root's cancel handlers, read borrowed
