@@ -15,8 +15,10 @@ public import Testing
 /// ```
 ///
 /// A writer left unfilled is reported as an issue of the test, at the test's `@Test` line, naming
-/// the writer's type and where it was made (see `PendingFutures`), even if every copy of it was dropped. On a suite, it applies to
-/// each of the suite's tests. Futures made on other threads or queues are not watched.
+/// the writer's type and where it was made (see `PendingFutures`), even if every copy of it was
+/// dropped, followed by its pending chains: the stages derived from it and what waits at their
+/// end. On a suite, it applies to each of the suite's tests. Futures made on other threads or
+/// queues are not watched.
 public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
     /// Creates the trait; `.leavesNoPendingFutures` reads better.
     public init() {}
@@ -37,7 +39,9 @@ public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
         // At the test's own location, which a report can point to; the message names where the
         // writer was made.
         for future in pending {
-            Issue.record("the test left a future pending: \(future)", sourceLocation: test.sourceLocation)
+            Issue.record(
+                Comment(rawValue: "the test left a future pending: \(future)" + describe(future.chains)),
+                sourceLocation: test.sourceLocation)
         }
     }
 }
@@ -45,4 +49,9 @@ public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
 extension Trait where Self == LeavesNoPendingFutures {
     /// Fails the test if a `Deferred` or `DeferredAttempt` it made is not filled when it returns.
     public static var leavesNoPendingFutures: Self { LeavesNoPendingFutures() }
+}
+
+/// A test's pending chains, one a line, for an issue's message; empty if there are none.
+internal func describe(_ chains: [PendingChain]) -> String {
+    chains.map { "\n  " + $0.description }.joined()
 }

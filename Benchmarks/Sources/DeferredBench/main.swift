@@ -1,4 +1,5 @@
 import BenchmarkScenarios
+import Deferred
 import Dispatch
 import Foundation
 import Synchronization
@@ -7,7 +8,8 @@ import Synchronization
 // process, printed as one table. See the Performance guide.
 
 let usage = """
-    usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...] [--update-docs]
+    usage: deferred-bench [--quick] [--counts] [--check] [--runs N] [--only S1,S4,...] [--tracking]
+                          [--update-docs]
            deferred-bench --check-docs
 
       --quick     small sizes, for CI: checks that everything runs, not how fast
@@ -17,6 +19,7 @@ let usage = """
                   --counts) instructions and atomics
       --runs N    timed runs per implementation (default 7, or 3 with --quick)
       --only IDS  run only these scenarios
+      --tracking  with PendingFutures.isTracking on: what a debug build that tracks pays
       --update-docs  after a full run of every scenario, rewrite the generated figures of
                   README.md and the Performance guide from it (implies --counts)
       --check-docs   run nothing; fail if a ratio in README.md or the Performance guide differs by
@@ -133,10 +136,12 @@ if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, 
 if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
     only = Set(arguments[index + 1].split(separator: ",").map { $0.uppercased() })
 }
-if updatingDocs, quick || only != nil {
-    print("deferred-bench: --update-docs needs a full run of every scenario (no --quick, no --only)")
+let tracking = arguments.contains("--tracking")
+if updatingDocs, quick || only != nil || tracking {
+    print("deferred-bench: --update-docs needs a full run of every scenario (no --quick, --only or --tracking)")
     exit(2)
 }
+PendingFutures.isTracking = tracking
 let loadBefore = RunContext.load()
 let started = ContinuousClock.now
 

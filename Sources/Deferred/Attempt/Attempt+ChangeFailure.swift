@@ -95,6 +95,11 @@ extension Attempt where Failure == Never {
 /// it, with its own failure type's cancellation error, which the public `fallback`s require.
 @usableFromInline
 internal enum SettledStep<Input: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal static var traceName: String {
+        "settled"
+    }
+
     @usableFromInline internal typealias Success = Result<Input, InputFailure>
     @usableFromInline internal typealias Output = Success
     @usableFromInline internal typealias Argument = Result<Input, InputFailure>

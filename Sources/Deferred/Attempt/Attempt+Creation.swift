@@ -11,10 +11,13 @@ extension Attempt {
     /// To run the work elsewhere, use ``init(upon:catching:)``; for async work, the
     /// initializer that takes an async closure.
     ///
-    /// - Parameter body: Computes the success, or throws the failure.
+    /// - Parameters:
+    ///   - body: Computes the success, or throws the failure.
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
     @inlinable
-    public init(catching body: () throws(Failure) -> Success) {
-        self.init(filledWith: Result(catching: body))
+    public init(catching body: () throws(Failure) -> Success, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(filledWith: Result(catching: body), file: file, line: line)
     }
 
     /// Starts `body` in a new task and returns an attempt that finishes with its result.
@@ -30,11 +33,17 @@ extension Attempt {
     /// - Parameters:
     ///   - priority: The priority of the task; `nil` inherits it.
     ///   - body: The work; what it throws is the failure.
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
     public init(
         priority: TaskPriority? = nil,
-        catching body: sending @escaping @isolated(any) () async throws(Failure) -> Success
+        catching body: sending @escaping @isolated(any) () async throws(Failure) -> Success,
+        file: StaticString = #fileID, line: UInt = #line
     ) {
         let node = AttemptNode<Success, Failure>(cancellation: nil)
+        if PendingFutures.isRecording {
+            PendingFutures.recordAttempt(node, file: file, line: line)
+        }
         let task = Task(priority: priority) {
             do throws(Failure) {
                 node.decide(.success(try await body()))
@@ -61,9 +70,17 @@ extension Attempt {
     /// - Parameters:
     ///   - executor: Where `work` runs.
     ///   - work: Computes the success, or throws the failure.
-    public init(upon executor: some Executor, catching work: @escaping @Sendable () throws(Failure) -> Success) {
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
+    public init(
+        upon executor: some Executor, catching work: @escaping @Sendable () throws(Failure) -> Success,
+        file: StaticString = #fileID, line: UInt = #line
+    ) {
         let guarded = DroppableCallback(AttemptNode<Success, Failure>(cancellation: nil))
         let node = guarded.node
+        if PendingFutures.isRecording {
+            PendingFutures.recordAttempt(node, file: file, line: line)
+        }
         executor.submit {
             guarded.run { $0.runStep { Result(catching: work) } }
         }

@@ -31,6 +31,10 @@ extension Attempt {
 internal final class DelayAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        "delay"
+    }
+
     @usableFromInline
     internal let delay: Duration
 

@@ -206,6 +206,10 @@ internal class JoinAttemptNode<Element: Sendable, Success: Sendable, Failure: Er
 internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendable, Failure: Error>:
     JoinAttemptNode<Element, Success, Failure>, @unchecked Sendable
 {
+    override internal var traceName: String {
+        "allSucceeded"
+    }
+
     @usableFromInline
     internal let slots: JoinSlots<Element>
 
@@ -304,6 +308,10 @@ internal final class AllSucceededAttemptNode<Element: Sendable, Success: Sendabl
 internal final class FirstSucceededAttemptNode<Success: Sendable, Failure: Error>:
     JoinAttemptNode<Success, Success, Failure>, @unchecked Sendable
 {
+    override internal var traceName: String {
+        "firstSucceeded"
+    }
+
     @usableFromInline
     override internal func arrive(
         at index: Int, with result: Result<Success, Failure>, cancelled: Bool, in queue: inout DrainQueue

@@ -211,6 +211,9 @@ internal protocol AttemptStep: Sendable {
     /// The result to pass on, without running the step, for an input it does not run for.
     static func passedOn(_ input: Result<Input, InputFailure>) -> Result<Success, Failure>
 
+    /// How a dump of pending chains names the stage (see ``PendingFutures``).
+    static var traceName: String { get }
+
     /// The failure a cancelled source's `input` becomes here, given the derived attempt's own
     /// cancellation error.
     static func cancellation(of input: Result<Input, InputFailure>, ownError: Failure?) -> Failure?
@@ -239,6 +242,11 @@ extension AttemptStep where InputFailure == Failure {
 /// The step of `map` and `andThen`: runs on a success and passes a failure on.
 @usableFromInline
 internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal static var traceName: String {
+        Output.self == Success.self ? "map" : "andThen"
+    }
+
     @usableFromInline internal typealias InputFailure = Failure
     @usableFromInline internal typealias Argument = Input
     @usableFromInline internal typealias Made = Output
@@ -263,6 +271,11 @@ internal enum OnSuccessStep<Input: Sendable, Success: Sendable, Output, Failure:
 /// The step of `recover` and `fallback`: runs on a failure and passes a success on.
 @usableFromInline
 internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal static var traceName: String {
+        "recover"
+    }
+
     @usableFromInline internal typealias Input = Success
     @usableFromInline internal typealias InputFailure = Failure
     @usableFromInline internal typealias Argument = Failure
@@ -288,6 +301,11 @@ internal enum OnFailureStep<Success: Sendable, Output, Failure: Error>: AttemptS
 /// The step of `mapError`: makes a new error from a failure that is not a cancellation.
 @usableFromInline
 internal enum MapErrorStep<Success: Sendable, InputFailure: Error, Failure: Error>: AttemptStep {
+    @usableFromInline
+    internal static var traceName: String {
+        "mapError"
+    }
+
     @usableFromInline internal typealias Input = Success
     @usableFromInline internal typealias Output = Success
     @usableFromInline internal typealias Argument = InputFailure

@@ -55,6 +55,6 @@ extension Attempt {
     public init(
         filledWith result: Result<Success, Failure>, after delay: Duration, upon executor: some SchedulingExecutor
     ) {
-        self = Attempt(filledWith: result).delay(by: delay, upon: executor)
+        self = Attempt(node: AttemptNode(finished: result, cancellation: nil)).delay(by: delay, upon: executor)
     }
 }

@@ -170,6 +170,10 @@ internal struct RetryPlan<Success: Sendable, Failure: Error>: Sendable {
 internal final class RetryAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        "retry"
+    }
+
     /// The plan while a retry may still start; tagged once the loop is cancelled or given up.
     private let planSlot: AtomicReference<ValueBox<RetryPlan<Success, Failure>>>
 

@@ -51,6 +51,9 @@ extension Attempt {
         let limited = TimeoutAttemptNode<Success, Failure>(
             holding: node.heldByConsumer(), cancellation: node.cancellation, failure: error)
         let attempt = attach(limited, TimeoutAttemptNode.receive, tracksItself: true)
+        if limited.isTraced {
+            PendingFutures.rename(limited, deadline == nil ? "timeout(\(limit))" : "deadline")
+        }
         if let deadline {
             DeadlineLedger.shared.track(limited, own: deadline)
         } else if node.isTracked {
@@ -122,6 +125,10 @@ extension Attempt where Failure == any Error {
 internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        "timeout"
+    }
+
     /// The failure for when the limit passes; taken when it does, or dropped on a cancellation.
     ///
     /// It holds a `ValueBox<Failure>`, typed only as an object, so that releasing the node
@@ -269,6 +276,9 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
             nodes.releaseAll()
         }
         releaseKeptForLimit()
+        if isTraced {
+            PendingFutures.gaveUp(self, .limitPassedWhileWorkRuns)
+        }
     }
 
     /// Its source was orphaned while something else holds this node: unless its limit is lost

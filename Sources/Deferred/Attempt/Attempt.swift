@@ -44,27 +44,39 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
 
     /// Creates an attempt that has already finished with `result`.
     ///
-    /// - Parameter result: The success or failure every reader sees.
+    /// - Parameters:
+    ///   - result: The success or failure every reader sees.
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
     @_disfavoredOverload  // `Attempt { ... }` means the initializers that run work.
     @inlinable
-    public init(filledWith result: Result<Success, Failure>) {
+    public init(filledWith result: Result<Success, Failure>, file: StaticString = #fileID, line: UInt = #line) {
         node = AttemptNode(finished: result, cancellation: nil)
+        if PendingFutures.isRecording {
+            PendingFutures.recordAttempt(node, file: file, line: line)
+        }
     }
 
     /// Creates an attempt that has already succeeded.
     ///
-    /// - Parameter success: The value every reader sees.
+    /// - Parameters:
+    ///   - success: The value every reader sees.
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
     @inlinable
-    public init(succeededWith success: Success) {
-        self.init(filledWith: .success(success))
+    public init(succeededWith success: Success, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(filledWith: .success(success), file: file, line: line)
     }
 
     /// Creates an attempt that has already failed.
     ///
-    /// - Parameter failure: The error every reader sees.
+    /// - Parameters:
+    ///   - failure: The error every reader sees.
+    ///   - file: Where the attempt is made, for ``PendingFutures``; leave the default.
+    ///   - line: The line where the attempt is made; leave the default.
     @inlinable
-    public init(failedWith failure: Failure) {
-        self.init(filledWith: .failure(failure))
+    public init(failedWith failure: Failure, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(filledWith: .failure(failure), file: file, line: line)
     }
 
     /// Creates an attempt that has already finished with `result`.
@@ -112,7 +124,11 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// Returns the result if the attempt has finished, or `nil` at once if it has not.
     @inlinable
     public func peek() -> Result<Success, Failure>? {
-        node.peek()
+        let result = node.peek()
+        if result != nil, node.isTraced {
+            PendingFutures.observed(node)
+        }
+        return result
     }
 
     /// Blocks the calling thread until the attempt finishes or `time` passes.
@@ -125,7 +141,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     /// - Returns: The result, or `nil` if `time` passed first.
     @available(*, noasync, message: "wait(until:) blocks the thread; use 'try await attempt.get()'")
     public func wait(until time: DispatchTime) -> Result<Success, Failure>? {
-        if let result = node.peek() {
+        if let result = peek() {
             return result
         }
         guard node.takeUnit() else {

@@ -74,6 +74,9 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     }
 
     deinit {
+        if isTraced {
+            traceRelease()
+        }
         // Only a node released pending holds anything here: its consumers are gone, so what it
         // held no longer has it as a consumer. (A node the deadline ledger tracks always holds
         // something until its demand ends, when it leaves the ledger: see `markTracked()`.)
@@ -92,6 +95,30 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
             leaveLedgerIfTracked()
             nodes.pushUnit(held)
         }
+    }
+
+    /// Reports this attempt, recorded by ``PendingFutures`` and going away, if it failed (not
+    /// cancelled, not abandoned) and nothing received its failure.
+    @usableFromInline
+    internal final func traceRelease() {
+        guard case .failure(let error)? = peek(), !isCancelledFlag, !(error is CancellationError),
+            !(error is AbandonedError)
+        else {
+            return
+        }
+        if let abandoned = abandonedError(AbandonedError(writerType: "", file: "", line: 0)),
+            String(reflecting: abandoned) == String(reflecting: error)
+        {
+            return
+        }
+        if let ownError = cancellation?.value, String(reflecting: ownError) == String(reflecting: error) {
+            return
+        }
+        PendingFutures.releasedFailed(self, failure: String(describing: error))
+    }
+
+    override internal var traceName: String {
+        "attempt"
     }
 
     // MARK: Deadlines (see ``DeadlineLedger``)

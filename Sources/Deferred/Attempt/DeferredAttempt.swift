@@ -96,6 +96,9 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
 
     /// Fails a pending attempt as abandoned: see ``AbandonedError``.
     deinit {
+        if node.isTraced {
+            PendingFutures.writerReleased(node)
+        }
         if !node.isDecided {
             node.abandon(file: file, line: line)
         }
@@ -130,7 +133,8 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
         self.file = file
         self.line = line
         if PendingFutures.isRecording {
-            PendingFutures.record(node, typeName: Self.typeName, file: file, line: line)
+            PendingFutures.record(
+                node, typeName: .deferredAttempt(success: Success.self, failure: Failure.self), file: file, line: line)
         }
     }
 

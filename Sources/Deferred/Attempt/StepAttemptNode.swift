@@ -17,6 +17,10 @@
 internal final class StepAttemptNode<Step: AttemptStep, Place: StepPlace>: AttemptNode<Step.Success, Step.Failure>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        Step.traceName
+    }
+
     /// What a node does with its step's output: decides with it, or follows the attempt it is.
     @usableFromInline
     internal typealias Finish =

@@ -40,6 +40,10 @@ extension FutureProtocol {
 internal final class AndThenStorage<Input: Sendable, Inner: FutureProtocol>: Storage<Inner.Value>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        "andThen"
+    }
+
     /// Where and how to start the next future; dropped once used.
     @exclusivity(unchecked)
     @usableFromInline

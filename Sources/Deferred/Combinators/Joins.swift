@@ -196,6 +196,14 @@ internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
 /// decrement orders after every write.
 @usableFromInline
 internal final class CollectingJoin<Element: Sendable, Result: Sendable>: FutureJoin<Element>, @unchecked Sendable {
+    override internal var traceKind: TraceNodeKind {
+        .join(output: result)
+    }
+
+    override internal var traceName: String {
+        "join"
+    }
+
     /// The storage of the joined future.
     @usableFromInline
     internal let result = Storage<Result>()

@@ -37,6 +37,10 @@ extension FutureProtocol {
 /// changes, so any thread may read it.
 @usableFromInline
 internal final class MapStorage<Input: Sendable, Value: Sendable>: Storage<Value>, @unchecked Sendable {
+    override internal var traceName: String {
+        "map"
+    }
+
     /// Where the transform runs; `nil` stands for the immediate executor.
     @usableFromInline
     internal let executor: (any Executor)?

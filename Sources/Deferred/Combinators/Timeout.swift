@@ -26,10 +26,15 @@ extension FutureProtocol {
         }
         let result = Storage<Value>()
         link(result, Storage<Value>.forward)
+        if result.isTraced {
+            PendingFutures.rename(result, "timeout(\(limit))")
+        }
         // The limit keeps the result: its handlers get the substitute even if nothing else
         // will ever fill it (this future's producer gave up and released it, say).
         executor.submit(after: limit) {
-            _ = result.fill(substitute)
+            if result.fill(substitute), result.isTraced {
+                PendingFutures.gaveUp(result, .limitPassedWhileWorkRuns)
+            }
         }
         return Future(storage: result)
     }

@@ -105,6 +105,28 @@ internal class ChainNode: @unchecked Sendable {
         body(self)
     }
 
+    // MARK: What a dump of pending chains asks (see ``PendingFutures``)
+
+    /// What this node is when a recorded storage links it; asked on the thread that links it.
+    internal var traceKind: TraceNodeKind {
+        .none
+    }
+
+    /// How a dump names this node as a stage: its operator, such as `map`.
+    internal var traceName: String {
+        "stage"
+    }
+
+    /// Whether this node still waits: a storage that is not filled, a waiter that has not
+    /// given up.
+    internal var traceIsPending: Bool {
+        false
+    }
+
+    /// Makes this node, a storage, report to ``PendingFutures`` the links stored on it and its
+    /// release; nothing for any other node.
+    internal func markTraced() {}
+
     /// Releases the nodes downstream of this one with a loop: what the `deinit` of a node
     /// that may hold the only reference to a long chain calls.
     @usableFromInline

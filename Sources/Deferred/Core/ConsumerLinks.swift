@@ -54,6 +54,9 @@ internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecke
     internal func add<Slot>(
         _ handler: Handler<Value>, to storage: DeferredStorage<Value, Slot>
     ) -> Handler<Value>? {
+        if storage.isTraced {
+            storage.traceStore(handler)
+        }
         let segment: ConsumerSegment<Value>? = lock.withLock {
             if let newest, newest.isOpen, let position = newest.position, storage.isNewestHandler(at: position) {
                 newest.links.append(handler)

@@ -64,6 +64,44 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         waiterRegistry.bitwiseOr(recordedBit, ordering: .relaxed)
     }
 
+    /// Whether ``PendingFutures`` recorded this storage.
+    @inlinable
+    internal final var isTraced: Bool {
+        waiterRegistry.load(ordering: .relaxed) & recordedBit != 0
+    }
+
+    /// Tells ``PendingFutures`` of `handler`, stored on this recorded storage (or run at once
+    /// because the value is there): a stage derived from it, a waiter, a callback.
+    @usableFromInline
+    internal final func traceStore(_ handler: Handler<Value>) {
+        switch handler {
+        case .immediate:
+            PendingFutures.addCallback(on: ImmediateExecutor.shared, to: self)
+        case .callback(let executor, _), .sourcedCallback(let executor, _):
+            PendingFutures.addCallback(on: executor, to: self)
+        case .link(let node, _), .sourcedLink(let node, _), .indexedLink(let node, _, _):
+            PendingFutures.linked(node, to: self)
+        case .cancelHandler:
+            break
+        }
+    }
+
+    override internal var traceKind: TraceNodeKind {
+        .stage
+    }
+
+    override internal var traceName: String {
+        "future"
+    }
+
+    override internal var traceIsPending: Bool {
+        !isFilled
+    }
+
+    override internal func markTraced() {
+        markRecorded()
+    }
+
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)

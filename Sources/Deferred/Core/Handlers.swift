@@ -153,6 +153,9 @@ extension DeferredStorage {
     internal final func store(_ handler: consuming Handler<Value>, at position: inout HandlerPosition) -> Handler<
         Value
     >? {
+        if isTraced {
+            traceStore(handler)
+        }
         let (word, claimedFirst) = state.update { observed in
             guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
                 return nil
@@ -243,6 +246,9 @@ extension DeferredStorage {
             return RetainedBits.borrow(existing)
         }
         let made = WaiterRegistry<Value>()
+        if isTraced {
+            made.tracedSource = self
+        }
         let bits = RetainedBits.retain(made)
         // Keeps the bit that says `PendingFutures` recorded this storage.
         let (winner, stored) = waiterRegistry.update { $0 & ~recordedBit == 0 ? bits | ($0 & recordedBit) : nil }

@@ -1,8 +1,8 @@
 import Dispatch
 public import Synchronization
 
-/// Which futures are still waiting for their value, and where they were made: the answer to
-/// "why hasn't this filled?".
+/// Which futures are still waiting for their value, where they were made, what they wait on
+/// and who waits for them: the answer to "why hasn't this filled?".
 ///
 /// Nothing is recorded until you ask. Two ways to ask:
 ///
@@ -21,18 +21,33 @@ public import Synchronization
 /// print(pending)  // [Deferred<Profile> made at App/ProfileService.swift:31, with no reader]
 /// ```
 ///
-/// Only the writers a caller makes are recorded (`Deferred()` and `DeferredAttempt()`, also
-/// through `Future { deferred in … }` and `Attempt { writer in … }`), not the stages that
-/// combinators make from them: a stuck stage is stuck because a writer above it is. Code that
-/// ``madeDuring(_:)-(()->Result)`` runs on other threads or queues is not part of the scope.
+/// ``dump()`` prints every pending chain: each writer that is not filled, the stages derived from
+/// it, and what waits at the end, each with its age; then the lints, the problems it noticed
+/// (see ``PendingLint``):
+///
+/// ```text
+/// Pending futures: 1 chain
+///   Deferred<Profile> "profile 42" made at App/ProfileService.swift:31, 3.2 s ← map ← timeout(5.0 seconds) ← task "Load profile" (priority medium), 3.1 s
+/// ```
+///
+/// The writers a caller makes are recorded (`Deferred()` and `DeferredAttempt()`, also through
+/// `Future { deferred in … }` and `Attempt { writer in … }`, and attempts made from a result or
+/// from work), then every stage a combinator derives from a recorded one, and whatever waits on
+/// them: callbacks with their executor, blocked threads, tasks with their name and priority.
+/// ``all`` lists the writers alone. Code that ``madeDuring(_:)-(()->Result)`` runs on other
+/// threads or queues is not part of the scope. Give a future a name with `named(_:)` (or
+/// `Deferred(named:)`) to tell it apart in a dump.
 ///
 /// With tracking off and no scope running anywhere, making a writer costs one relaxed atomic load
-/// more; while a scope runs (in any test, say), a task-local lookup too.
+/// more, and adding a handler a relaxed load of the storage's own word; while a scope runs (in
+/// any test, say), making a writer costs a task-local lookup too. Nothing else is paid, and no
+/// future grows by a byte.
 public enum PendingFutures {
-    /// Whether every writer made from now on records where it was made, for ``all``.
+    /// Whether every writer made from now on records where it was made, for ``all`` and
+    /// ``dump()``.
     ///
-    /// Off by default. Recording takes a lock and an allocation per writer; leave it off in
-    /// production.
+    /// Off by default. Recording takes a lock and an entry per writer, derived stage and waiter;
+    /// leave it off in production.
     public static var isTracking: Bool {
         get { globalTracking.load(ordering: .relaxed) }
         set {
@@ -47,12 +62,87 @@ public enum PendingFutures {
     public static var all: [PendingFuture] {
         // The futures are read, and the references taken to read them released, outside the
         // lock: a release may be the last, and a storage's `deinit` may report to the registry.
-        let live = registry.sync { registry in
-            registry.entries.values.compactMap { entry in entry.future.map { (entry, $0) } }
+        let (nodes, graph) = snapshot()
+        let writers = nodes.filter { $0.entry.isTracked && $0.entry.isWriter }.sorted {
+            $0.entry.order < $1.entry.order
         }
-        return live.sorted { $0.0.order < $1.0.order }.compactMap { entry, future in
-            PendingFuture(future, typeName: entry.typeName, file: entry.file, line: entry.line)
+        return writers.compactMap { PendingFuture($0, in: graph) }
+    }
+
+    /// The writers made so far, on this thread or in this task, inside the innermost running
+    /// ``madeDuring(_:)-(()->Result)``, that are still unfilled, oldest first, each with its
+    /// chains; empty outside any.
+    ///
+    /// What the `reportsStuckFutures(after:)` trait of the DeferredTesting module reports of a
+    /// test that runs too long.
+    public static var pendingInScope: [PendingFuture] {
+        guard let scope = $scope.get() else {
+            return []
         }
+        return scope.pending()
+    }
+
+    /// Every pending chain of the recorded futures, and the lints, as data; ``dump()`` prints
+    /// the same.
+    public static var snapshotDump: PendingDump {
+        let (nodes, graph) = snapshot()
+        let live = graph.lints(longWait: longWaitThreshold)
+        let linted = Set(live.map(\.order))
+        let finished = nodes.filter { $0.node == nil && !linted.contains($0.entry.order) }.map(\.key)
+        let past = TraceRegistry.shared.withState { state in
+            for (lint, order) in live where state.countedLiveLints.insert(order).inserted {
+                state.count(lint, keeping: false)
+            }
+            // No work runs above these any more: their storages are gone, and so is the lint.
+            for key in finished where state.entries[key]?.node == nil {
+                state.entries[key] = nil
+            }
+            return state.pastLints
+        }
+        withExtendedLifetime(nodes) {}
+        return PendingDump(chains: graph.chains(), lints: past + live.map(\.lint))
+    }
+
+    /// Prints every pending chain of the recorded futures, and the lints, and returns them.
+    ///
+    /// Each chain is one line, from the writer that is not filled down through the stages
+    /// derived from it to what waits (see ``PendingChain``); a writer with two readers makes two
+    /// chains. The lints follow: the last 32 of futures that are gone (lost writers, failures
+    /// nobody observed), then those of futures still pending (limits that passed while their
+    /// work still runs, shared runs whose callers all left, waits longer than
+    /// ``longWaitThreshold``).
+    ///
+    /// - Returns: What it printed, as data.
+    @discardableResult
+    public static func dump() -> PendingDump {
+        let dump = snapshotDump
+        print(dump)
+        return dump
+    }
+
+    /// How long something may wait for a recorded future before ``dump()`` reports it as a
+    /// ``PendingLint/Kind/longWait``; `nil` (the default) reports none.
+    public static var longWaitThreshold: Duration? {
+        get {
+            let nanoseconds = longWaitNanoseconds.load(ordering: .relaxed)
+            return nanoseconds < 0 ? nil : .nanoseconds(nanoseconds)
+        }
+        set {
+            longWaitNanoseconds.store(newValue.map { Int64(max(0, $0.clampedNanoseconds)) } ?? -1, ordering: .relaxed)
+        }
+    }
+
+    /// How many lints of `kind` were reported in this process: lost writers and unobserved
+    /// failures as their futures went; limits and shared runs that gave up on work that still
+    /// runs, and long waits, as a dump first found them.
+    ///
+    /// - Parameter kind: The kind of lint.
+    /// - Returns: How many were reported.
+    public static func lintCount(_ kind: PendingLint.Kind) -> Int {
+        if kind == .lostWriter {
+            return lostCount.load(ordering: .relaxed)
+        }
+        return TraceRegistry.shared.withState { $0.lintCounts[kind] ?? 0 }
     }
 
     /// Runs `body`, and returns its result with the writers it made, on this thread or in this
@@ -119,14 +209,23 @@ public enum PendingFutures {
         lostCount.load(ordering: .relaxed)
     }
 
-    /// Forgets `future`, a recorded writer's storage that is going away, and reports it if it
-    /// was `lost`: released unfilled while handlers or derived futures were registered on it.
+    // MARK: What the library reports
+
+    /// Forgets `future`, a recorded storage that is going away, and reports it if it was `lost`:
+    /// a writer released unfilled while handlers or derived futures were registered on it.
     internal static func released(_ future: AnyObject, lost: Bool) {
         let key = ObjectIdentifier(future)
-        guard let place = registry.sync({ $0.entries.removeValue(forKey: key) }), lost, !place.isReported else {
+        let removed = TraceRegistry.shared.withState { state -> TraceEntry? in
+            let entry = state.entries.removeValue(forKey: key)
+            if let entry, entry.gaveUp != nil {
+                state.entries[key] = entry  // Kept while work above it runs; see `gaveUp`.
+            }
+            return entry
+        }
+        guard let entry = removed, lost, entry.isWriter, !entry.isLostReported else {
             return
         }
-        report(place, "was released unfilled while handlers or derived futures were registered on it")
+        report(entry, "was released unfilled while handlers or derived futures were registered on it")
     }
 
     /// Reports the recorded writer of `future`, an attempt that something waits for.
@@ -135,31 +234,183 @@ public enum PendingFutures {
     /// orphans the attempt.
     internal static func writerLost(_ future: AnyObject) {
         let key = ObjectIdentifier(future)
-        let place = registry.sync { registry -> Registry.Entry? in
-            guard let entry = registry.entries[key], !entry.isReported else {
+        let entry = TraceRegistry.shared.withState { state -> TraceEntry? in
+            guard let entry = state.entries[key], entry.isWriter, !entry.isLostReported else {
                 return nil
             }
-            registry.entries[key]?.isReported = true
+            state.entries[key]?.isLostReported = true
             return entry
         }
-        if let place {
-            report(place, "lost its writer unfinished while handlers or derived attempts were registered on it")
+        if let entry {
+            report(entry, "lost its writer unfinished while handlers or derived attempts were registered on it")
         }
     }
 
-    /// Prints or traps on a lost writer, made at `place`, that `what` happened to.
-    private static func report(_ place: Registry.Entry, _ what: String) {
+    /// Prints or traps on a lost writer, recorded as `entry`, that `what` happened to.
+    private static func report(_ entry: TraceEntry, _ what: String) {
         guard globalTracking.load(ordering: .relaxed) else {
             return
         }
-        let message = "\(place.typeName) made at \(place.file):\(place.line) \(what); they will never run."
+        let message = "\(entry.writerDescription) \(what); they will never run."
         if trapsOnLostWriters {
             fatalError(message)
         }
         let number = lostCount.add(1, ordering: .relaxed).newValue
+        TraceRegistry.shared.withState { $0.count(PendingLint(kind: .lostWriter, message: message), keeping: true) }
         if number <= 10 {
             print("Deferred: " + message + (number == 10 ? " (Further reports are only counted.)" : ""))
         }
+    }
+
+    /// Reports `node`, a recorded attempt that failed with `failure` (not cancelled, not
+    /// abandoned) and is going away, if nothing ever received its failure.
+    internal static func releasedFailed(_ node: ChainNode, failure: String) {
+        let key = ObjectIdentifier(node)
+        let lint = TraceRegistry.shared.withState { state -> PendingLint? in
+            guard let entry = state.entries[key], !entry.isObserved else {
+                return nil
+            }
+            let lint = PendingLint(
+                kind: .unobservedFailure,
+                message:
+                    "\(entry.describe(node)) failed with \(failure) and was released with nobody observing its failure"
+            )
+            state.count(lint, keeping: true)
+            return lint
+        }
+        if let lint, globalTracking.load(ordering: .relaxed) {
+            let number = unobservedCount.add(1, ordering: .relaxed).newValue
+            if number <= 10 {
+                print("Deferred: " + lint.message + (number == 10 ? " (Further reports are only counted.)" : ""))
+            }
+        }
+    }
+
+    /// Records that `node`, a recorded storage, gave up on its sources for `kind`'s reason (a
+    /// limit passed, a shared run's callers all left): a dump reports it while work above it
+    /// still runs.
+    @usableFromInline
+    internal static func gaveUp(_ node: ChainNode, _ kind: PendingLint.Kind) {
+        let key = ObjectIdentifier(node)
+        TraceRegistry.shared.withState { state in
+            if let entry = state.entries[key] {
+                state.entries[key]?.gaveUp = (kind, .now, entry.describe(node))
+            }
+        }
+    }
+
+    /// Records that the writer of `node`, a recorded attempt, was released: its producer is done
+    /// with it.
+    @usableFromInline
+    internal static func writerReleased(_ node: ChainNode) {
+        let key = ObjectIdentifier(node)
+        TraceRegistry.shared.withState { $0.entries[key]?.isWriterHeld = false }
+    }
+
+    /// Names `node`, a storage: it is recorded from now on if it was not (when anything records).
+    @usableFromInline
+    internal static func name(_ node: ChainNode, _ label: String) {
+        guard isRecording else {
+            return
+        }
+        TraceRegistry.shared.withState { state in
+            state.ensureEntry(for: node, role: .stage)
+            state.entries[ObjectIdentifier(node)]?.label = label
+        }
+        node.markTraced()
+    }
+
+    /// Gives `node`, a recorded stage, the name `name` in dumps instead of its operator's alone,
+    /// such as `timeout(5.0 seconds)`.
+    @usableFromInline
+    internal static func rename(_ node: ChainNode, _ name: @autoclosure () -> String) {
+        let key = ObjectIdentifier(node)
+        let name = name()
+        TraceRegistry.shared.withState { $0.entries[key]?.stageName = name }
+    }
+
+    /// Records that something read the value of `node`, a recorded storage.
+    @usableFromInline
+    internal static func observed(_ node: ChainNode) {
+        let key = ObjectIdentifier(node)
+        TraceRegistry.shared.withState { $0.entries[key]?.isObserved = true }
+    }
+
+    /// Records `node`, linked to `source`, a recorded storage: a stage derived from it (which is
+    /// recorded in turn), a join's output, or a waiter.
+    internal static func linked(_ node: ChainNode, to source: ChainNode) {
+        let sourceKey = ObjectIdentifier(source)
+        switch node.traceKind {
+        case .none:
+            TraceRegistry.shared.withState { $0.entries[sourceKey]?.isObserved = true }
+        case .waiter(let kind, let name):
+            addWaiter(kind, name, node: node, toKey: sourceKey)
+        case .stage:
+            link(node, named: nil, to: sourceKey)
+        case .join(let output):
+            link(output, named: node.traceName, to: sourceKey)
+        }
+    }
+
+    /// Records `stage`, a storage that waits on the recorded storage `sourceKey`, named `name` if
+    /// it is a join's output.
+    private static func link(_ stage: ChainNode, named name: String?, to sourceKey: ObjectIdentifier) {
+        TraceRegistry.shared.withState { state in
+            state.entries[sourceKey]?.isObserved = true
+            state.ensureEntry(for: stage, role: .stage)
+            let key = ObjectIdentifier(stage)
+            if let name, state.entries[key]?.stageName == nil {
+                state.entries[key]?.stageName = name
+            }
+            if state.entries[key]?.sources.contains(sourceKey) == false {
+                state.entries[key]?.sources.append(sourceKey)
+            }
+        }
+        stage.markTraced()
+    }
+
+    /// Records a waiter of kind `kind` named `name` (its node, if it has one) on the recorded
+    /// storage `sourceKey`.
+    internal static func addWaiter(
+        _ kind: PendingLink.Kind, _ name: String, node: ChainNode?, toKey sourceKey: ObjectIdentifier
+    ) {
+        let waiter = TraceEntry.Waiter(
+            kind: kind, name: name, since: .now, order: nextTraceOrder(), node: node, isCallback: node == nil)
+        TraceRegistry.shared.withState { state in
+            state.entries[sourceKey]?.isObserved = true
+            state.entries[sourceKey]?.waiters.append(waiter)
+        }
+    }
+
+    /// Records a callback on `executor` registered on `source`, a recorded storage.
+    internal static func addCallback(on executor: any Executor, to source: ChainNode) {
+        let name: String
+        if executor is ImmediateExecutor {
+            name = "upon on .immediate"
+        } else if let queue = executor as? DispatchQueue {
+            name = "upon on DispatchQueue \"\(queue.label)\""
+        } else {
+            name = "upon on \(type(of: executor))"
+        }
+        // An awaiting task's continuation is resumed by such a callback (`await future.value`):
+        // say which task added it.
+        let fromTask = withUnsafeCurrentTask { $0 != nil } ? ", from " + currentTaskDescription() : ""
+        addWaiter(.callback, name + fromTask, node: nil, toKey: ObjectIdentifier(source))
+    }
+
+    /// The task running this code as a dump names it: `task "Load profile" (priority medium)`.
+    internal static func currentTaskDescription() -> String {
+        let name = Task.name.map { " \"\($0)\"" } ?? ""
+        let priority = Task.currentPriority
+        let priorityName =
+            switch priority {
+            case .high: "high"
+            case .medium: "medium"
+            case .low: "low"
+            case .background: "background"
+            default: "\(priority.rawValue)"
+            }
+        return "task\(name) (priority \(priorityName))"
     }
 
     /// Whether anything is recorded: ``isTracking``, or a ``madeDuring(_:)-(()->Result)`` running.
@@ -169,47 +420,91 @@ public enum PendingFutures {
     }
 
     /// Records `future`, a writer of `typeName` just made at `file`, `line`: in every open
-    /// ``madeDuring(_:)-(()->Result)`` scope around this code, and in the list of ``all`` if
-    /// ``isTracking`` is on.
+    /// ``madeDuring(_:)-(()->Result)`` scope around this code, and in the registry.
     @usableFromInline
-    internal static func record(_ future: some TrackedFuture, typeName: String, file: StaticString, line: UInt) {
+    internal static func record(
+        _ future: some TrackedFuture, typeName: TraceTypeName, file: StaticString, line: UInt
+    ) {
         let innermost = $scope.get()
         let tracking = globalTracking.load(ordering: .relaxed)
         guard innermost != nil || tracking else {
             return
         }
-        let record = Record(future, typeName: typeName, file: "\(file)", line: line)
+        var entry = TraceEntry(node: future, role: .writer(typeName, file: file, line: line))
+        entry.isTracked = tracking
+        if case .deferredAttempt = typeName {
+            entry.isWriterHeld = true
+        }
+        let key = ObjectIdentifier(future)
+        TraceRegistry.shared.withState { $0.entries[key] = entry }
+        future.markRecorded()
         var scope = innermost
         while let open = scope {
-            open.add(record)
+            open.add(future, order: entry.order)
             scope = open.parent
-        }
-        if tracking {
-            registry.sync { $0.add(record) }
-            future.markRecorded()
         }
     }
 
-    /// Where `future` was made, if it was recorded.
+    /// Records `node`, the attempt of an `Attempt` made at `file`, `line` from a result or from
+    /// work, as ``record(_:typeName:file:line:)`` records a writer.
+    @usableFromInline
+    internal static func recordAttempt<Success, Failure>(
+        _ node: AttemptNode<Success, Failure>, file: StaticString, line: UInt
+    ) {
+        record(node, typeName: .attempt(success: Success.self, failure: Failure.self), file: file, line: line)
+    }
+
+    /// Where `future` was made, if it was recorded as a writer.
     internal static func place(of future: AnyObject) -> String? {
         guard isRecording else {
             return nil
         }
         let key = ObjectIdentifier(future)
-        var scope = $scope.get()
-        while let open = scope {
-            if let record = open.record(for: key) {
-                return "\(record.file):\(record.line)"
+        return TraceRegistry.shared.withState { $0.entries[key]?.place }
+    }
+
+    /// The recorded nodes, held, with the graph of what was pending among them.
+    fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<ObjectIdentifier>) {
+        // The nodes are read, and the references taken to read them released, outside the lock:
+        // a release may be the last, and a storage's `deinit` reports to the registry.
+        let held = TraceRegistry.shared.withState { state in
+            state.entries.compactMap { key, entry -> SnapshotNode? in
+                let node = entry.node
+                guard node != nil || entry.gaveUp != nil else {
+                    return nil
+                }
+                let waiters = entry.waiters.map { ($0, $0.node) }
+                return SnapshotNode(key: key, node: node, entry: entry, waiters: waiters)
             }
-            scope = open.parent
         }
-        return registry.sync { registry in
-            registry.entries[key].map { "\($0.file):\($0.line)" }
+        let now = ContinuousClock.now
+        let graphNodes = held.map { held in
+            PendingGraph<ObjectIdentifier>.Node(
+                key: held.key, order: held.entry.order, isPending: held.node?.traceIsPending ?? false,
+                workRuns: (held.node?.traceIsPending ?? false) || held.entry.isWriterHeld,
+                link: held.entry.link(held.node, now: now), sources: held.entry.sources,
+                waiters: held.waiters.compactMap { waiter, node in
+                    guard waiter.isCallback || (node?.traceIsPending ?? false) else {
+                        return nil
+                    }
+                    return (PendingLink(kind: waiter.kind, name: waiter.name, age: now - waiter.since), waiter.order)
+                },
+                gaveUp: held.entry.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
         }
+        return (held, PendingGraph(graphNodes))
     }
 
     /// The scope of the innermost ``madeDuring(_:)-(()->Result)`` on this thread or task.
     @TaskLocal private static var scope: Scope?
+}
+
+/// A recorded node, held for a dump, with its entry and its waiters' nodes.
+private struct SnapshotNode {
+    let key: ObjectIdentifier
+    /// `nil` for an entry that outlived its storage (see ``TraceEntry/gaveUp``).
+    let node: ChainNode?
+    let entry: TraceEntry
+    let waiters: [(TraceEntry.Waiter, ChainNode?)]
 }
 
 /// A future still waiting for its value, as ``PendingFutures`` lists it.
@@ -230,6 +525,14 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
     /// until the future is filled, and counts.
     public let isWaitedFor: Bool
 
+    /// The name it was given with `named(_:)` or `Deferred(named:)`, if any.
+    public let label: String?
+
+    /// Its pending chains when it was listed: one for each path from it through the stages
+    /// derived from it to what waits (see ``PendingChain``); one chain of the writer alone if
+    /// nothing does.
+    public let chains: [PendingChain]
+
     /// Creates a description of a pending future: a writer of `typeName` made at `file`,
     /// `line`, which something waits for if `isWaitedFor`.
     ///
@@ -238,38 +541,56 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
     ///   - file: The file where it was made.
     ///   - line: The line where it was made.
     ///   - isWaitedFor: Whether anything waits for it.
-    public init(typeName: String, file: String, line: UInt, isWaitedFor: Bool) {
+    ///   - label: The name it was given, if any.
+    ///   - chains: Its pending chains.
+    public init(
+        typeName: String, file: String, line: UInt, isWaitedFor: Bool, label: String? = nil, chains: [PendingChain] = []
+    ) {
         self.typeName = typeName
         self.file = file
         self.line = line
         self.isWaitedFor = isWaitedFor
+        self.label = label
+        self.chains = chains
     }
 
-    /// The report of a recorded writer made at `file`:`line`, or `nil` if it is filled: what both
-    /// the global list and a scope report.
-    fileprivate init?(_ future: any TrackedFuture, typeName: String, file: String, line: UInt) {
-        guard !future.isTrackedFilled else {
+    /// The report of a recorded writer, or `nil` if it is filled.
+    fileprivate init?(_ held: SnapshotNode, in graph: PendingGraph<ObjectIdentifier>) {
+        guard case .writer(let typeName, let file, let line) = held.entry.role,
+            let storage = held.node as? any TrackedFuture, !storage.isTrackedFilled
+        else {
             return nil
         }
-        self.init(typeName: typeName, file: file, line: line, isWaitedFor: future.isTrackedWaitedFor)
+        self.init(
+            typeName: typeName.text, file: "\(file)", line: line, isWaitedFor: storage.isTrackedWaitedFor,
+            label: held.entry.label, chains: graph.chains(from: held.key))
     }
 
-    /// Describes the future: its type, where it was made, and whether anything waits for it.
+    /// Whether two descriptions describe the same writer the same way: its type, its place,
+    /// whether it is waited for, and its label; its chains, with their ages, are not compared.
+    public static func == (lhs: PendingFuture, rhs: PendingFuture) -> Bool {
+        lhs.typeName == rhs.typeName && lhs.file == rhs.file && lhs.line == rhs.line
+            && lhs.isWaitedFor == rhs.isWaitedFor && lhs.label == rhs.label
+    }
+
+    /// Describes the future: its type, its name, where it was made, and whether anything waits
+    /// for it.
     public var description: String {
-        "\(typeName) made at \(file):\(line), \(isWaitedFor ? "waited for" : "with no reader")"
+        let name = label.map { " \"\($0)\"" } ?? ""
+        return "\(typeName)\(name) made at \(file):\(line), \(isWaitedFor ? "waited for" : "with no reader")"
     }
 }
 
 /// What ``PendingFutures`` needs to know of a recorded writer's storage.
 @usableFromInline
-internal protocol TrackedFuture: AnyObject, Sendable {
+internal protocol TrackedFuture: ChainNode, Sendable {
     /// Whether the value is there.
     var isTrackedFilled: Bool { get }
 
     /// Whether handlers (of readers, derived futures, waiters) wait for the value.
     var isTrackedWaitedFor: Bool { get }
 
-    /// Makes the storage tell ``PendingFutures`` when it goes.
+    /// Makes the storage tell ``PendingFutures`` when it goes, and report the links stored on it.
     func markRecorded()
 }
 
@@ -285,30 +606,44 @@ extension DeferredStorage: TrackedFuture {
     }
 }
 
-/// One recorded writer: its storage (kept strongly by a scope, weakly by the global list), and
-/// where it was made.
-private final class Record: Sendable {
-    let strong: any TrackedFuture
-    let typeName: String
-    let file: String
-    let line: UInt
-    let order: Int
-
-    init(_ future: any TrackedFuture, typeName: String, file: String, line: UInt) {
-        strong = future
-        self.typeName = typeName
-        self.file = file
-        self.line = line
-        order = recordOrder.add(1, ordering: .relaxed).newValue
+extension TraceEntry {
+    /// Whether the entry is of a writer.
+    var isWriter: Bool {
+        if case .writer = role { true } else { false }
     }
 
-    /// This record as a pending future, or `nil` if its future is filled.
-    func pending() -> PendingFuture? {
-        PendingFuture(strong, typeName: typeName, file: file, line: line)
+    /// Where a writer was made, `file:line`; `nil` for a stage.
+    var place: String? {
+        guard case .writer(_, let file, let line) = role else {
+            return nil
+        }
+        return "\(file):\(line)"
+    }
+
+    /// A writer as a report names it: `Deferred<Profile> "profile 42" made at App/Profile.swift:31`.
+    var writerDescription: String {
+        guard case .writer(let typeName, _, _) = role else {
+            return "a future"
+        }
+        return typeName.text + (label.map { " \"\($0)\"" } ?? "") + (place.map { " made at \($0)" } ?? "")
+    }
+
+    /// The recorded storage `node` as a report names it.
+    func describe(_ node: ChainNode) -> String {
+        isWriter ? writerDescription : (stageName ?? node.traceName) + (label.map { " \"\($0)\"" } ?? "")
+    }
+
+    /// The link of this entry's storage, `node` (`nil` if it is gone), in a chain listed at `now`.
+    func link(_ node: ChainNode?, now: ContinuousClock.Instant) -> PendingLink {
+        if case .writer(let typeName, _, _) = role {
+            return PendingLink(kind: .writer, name: typeName.text, label: label, place: place, age: now - since)
+        }
+        let name = stageName ?? node?.traceName ?? "stage"
+        return PendingLink(kind: .stage, name: name, label: label, age: now - since)
     }
 }
 
-/// The records of one ``PendingFutures/madeDuring(_:)-(()->Result)``, which keeps them until it
+/// The writers of one ``PendingFutures/madeDuring(_:)-(()->Result)``, which keeps them until it
 /// returns.
 ///
 /// A task started inside it inherits it, but records nothing into it once it is closed.
@@ -316,59 +651,46 @@ private final class Scope: Sendable {
     /// The scope around this one, which records what this one records.
     let parent: Scope?
 
-    /// The records, or `nil` once the scope is closed.
-    private let records = QueueLocked<[ObjectIdentifier: Record]?>([:], label: "Deferred.PendingFutures")
+    /// The writers, each with its order, or `nil` once the scope is closed.
+    private let writers = QueueLocked<[(node: any TrackedFuture, order: Int)]?>([], label: "Deferred.PendingFutures")
 
     init(parent: Scope?) {
         self.parent = parent
     }
 
-    func add(_ record: Record) {
-        records.sync { $0?[ObjectIdentifier(record.strong)] = record }
+    func add(_ writer: any TrackedFuture, order: Int) {
+        writers.sync { $0?.append((writer, order)) }
     }
 
-    func record(for key: ObjectIdentifier) -> Record? {
-        records.sync { $0?[key] }
+    /// The writers recorded so far that are still unfilled, oldest first, with their chains.
+    func pending() -> [PendingFuture] {
+        let held = writers.sync { $0 ?? [] }
+        return Self.pending(held)
     }
 
-    /// Closes the scope; returns the futures recorded in it that are still unfilled, oldest first.
+    /// Closes the scope; returns the writers recorded in it that are still unfilled, oldest
+    /// first, with their chains.
     func close() -> [PendingFuture] {
-        let closed = records.sync { records in
-            defer { records = nil }
-            return records.map { Array($0.values) } ?? []
+        let closed = writers.sync { writers in
+            defer { writers = nil }
+            return writers ?? []
         }
-        // The records are released here, outside the lock.
-        return closed.sorted { $0.order < $1.order }.compactMap { $0.pending() }
+        // The writers are released here, outside the lock.
+        return Self.pending(closed)
+    }
+
+    private static func pending(_ writers: [(node: any TrackedFuture, order: Int)]) -> [PendingFuture] {
+        let unfilled = writers.filter { !$0.node.isTrackedFilled }
+        guard !unfilled.isEmpty else {
+            return []
+        }
+        let (nodes, graph) = PendingFutures.snapshot()
+        let byKey = Dictionary(nodes.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        return unfilled.sorted { $0.order < $1.order }.compactMap { writer in
+            byKey[ObjectIdentifier(writer.node)].flatMap { PendingFuture($0, in: graph) }
+        }
     }
 }
-
-/// The global list of ``PendingFutures/all``: weak references, so that tracking keeps nothing
-/// alive.
-private struct Registry {
-    /// A weakly held record.
-    struct Entry {
-        weak var future: (any TrackedFuture)?
-        let typeName: String
-        let file: String
-        let line: UInt
-        let order: Int
-        /// Whether it was reported as lost already.
-        var isReported = false
-    }
-
-    /// The entries, by storage: each is removed when its storage goes (see
-    /// ``DeferredStorage/markRecorded()``), so a key never names a storage other than its own.
-    var entries: [ObjectIdentifier: Entry] = [:]
-
-    mutating func add(_ record: Record) {
-        entries[ObjectIdentifier(record.strong)] = Entry(
-            future: record.strong, typeName: record.typeName, file: record.file, line: record.line,
-            order: record.order)
-    }
-}
-
-/// The global list.
-private let registry = QueueLocked(Registry(), label: "Deferred.PendingFutures")
 
 /// Whether ``PendingFutures/isTracking`` is on.
 private let globalTracking = Atomic<Bool>(false)
@@ -384,5 +706,8 @@ private let trapSwitch = Atomic<Bool>(false)
 /// See ``PendingFutures/lostWriterCount``.
 private let lostCount = Atomic<Int>(0)
 
-/// The order in which records were made.
-private let recordOrder = Atomic<Int>(0)
+/// How many unobserved failures were printed or counted.
+private let unobservedCount = Atomic<Int>(0)
+
+/// See ``PendingFutures/longWaitThreshold``: nanoseconds, or -1 for none.
+private let longWaitNanoseconds = Atomic<Int64>(-1)

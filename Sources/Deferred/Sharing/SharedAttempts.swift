@@ -120,7 +120,7 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
             })
         switch found {
         case .kept(let result):
-            return Attempt(filledWith: result)
+            return Attempt(node: AttemptNode(finished: result, cancellation: nil))
         case .joined(let run, let unit):
             return Attempt(node: run.caller(holding: unit))
         case .started(let run, let unit, _):
@@ -175,6 +175,10 @@ extension AttemptNode {
 internal final class SharedRunAttemptNode<Success: Sendable, Failure: Error>: AttemptNode<Success, Failure>,
     @unchecked Sendable
 {
+    override internal var traceName: String {
+        "shared run"
+    }
+
     /// Tells the table that `run` ended, stopped or not; called once.
     @usableFromInline
     internal let report: @Sendable (_ run: AttemptNode<Success, Failure>, _ stopped: Bool) -> Void
@@ -187,6 +191,9 @@ internal final class SharedRunAttemptNode<Success: Sendable, Failure: Error>: At
 
     @usableFromInline
     override internal func demandEnded(_ end: DemandEnd) {
+        if end == .stop, isTraced {
+            PendingFutures.gaveUp(self, .sharedRunWithoutCallers)
+        }
         report(self, end == .stop)
     }
 }

@@ -139,6 +139,11 @@ internal class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sendable 
         return true
     }
 
+    /// A task, as the awaiting task itself describes it: its name and priority.
+    override internal var traceKind: TraceNodeKind {
+        .waiter(.task, PendingFutures.currentTaskDescription())
+    }
+
     @usableFromInline
     override internal func deliver(_ value: Value) {
         continuation.unsafelyUnwrapped.resume(returning: value)

@@ -38,6 +38,10 @@ internal class Waiter<Value: Sendable>: ChainNode, StackNode, @unchecked Sendabl
         state.load(ordering: .acquiring) == Waiter.finished
     }
 
+    override internal var traceIsPending: Bool {
+        !isFinished
+    }
+
     /// Delivers `value`, unless the waiter finished already.
     @usableFromInline
     internal final func resume(returning value: Value) {
@@ -72,6 +76,10 @@ internal class Waiter<Value: Sendable>: ChainNode, StackNode, @unchecked Sendabl
 @usableFromInline
 internal final class BlockingWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sendable {
     private let woken = DispatchSemaphore(value: 0)
+
+    override internal var traceKind: TraceNodeKind {
+        .waiter(.thread, "thread blocked in wait")
+    }
 
     @usableFromInline
     internal init() {
@@ -192,6 +200,9 @@ internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked S
     /// resumes the waiter itself.
     @usableFromInline
     internal func add(_ waiter: Waiter<Value>) -> Bool {
+        if let tracedSource {
+            PendingFutures.linked(waiter, to: tracedSource)
+        }
         registered.add(1, ordering: .relaxed)
         guard stack.push(waiter) != .closed else {
             registered.subtract(1, ordering: .relaxed)
@@ -274,6 +285,14 @@ internal class SideRegistry: ChainNode, @unchecked Sendable {
     /// consumer comes.
     @usableFromInline
     internal let consumerLinksBits: Atomic<UInt> = Atomic(0)
+
+    /// The storage whose registry this is, if ``PendingFutures`` recorded it when it made the
+    /// registry: the waiters added here are reported to it.
+    ///
+    /// Unowned: the storage owns its registry, and a waiter is added only by a caller that holds
+    /// the storage. Written once, before the registry is published to other threads.
+    @usableFromInline
+    internal unowned(unsafe) var tracedSource: ChainNode? = nil
 
     @usableFromInline
     override internal init() {}

@@ -134,10 +134,50 @@ import Testing
             // Reported at the test's own line, not inside the library.
             issue.sourceLocation == test.sourceLocation
                 && issue.comments.contains {
-                    $0.rawValue
-                        == "the test left a future pending: Deferred<Int> made at "
-                        + "DeferredTests/PendingFuturesTests.swift:\(line), with no reader"
+                    $0.rawValue.hasPrefix(
+                        "the test left a future pending: Deferred<Int> made at "
+                            + "DeferredTests/PendingFuturesTests.swift:\(line), with no reader\n  Deferred<Int> made at "
+                    )
                 }
         }
+    }
+
+    @Test func theTimeLimitTraitReportsWhatAStuckTestWaitsOnAndCancelsIt() async throws {
+        let test = try #require(Test.current)
+        let line: UInt = #line + 6
+        let ended = Deferred<Bool>()
+        try await withKnownIssue {
+            try await ReportsStuckFutures(after: .milliseconds(20)).provideScope(
+                for: test, testCase: Test.Case.current,
+                performing: {
+                    let never = Deferred<Int>(named: "never filled")
+                    do {
+                        _ = try await never.map(upon: .immediate) { $0 }.get()
+                    } catch {
+                        ended.fill(with: true)  // The trait cancelled the test's task.
+                        throw error
+                    }
+                })
+        } matching: { issue in
+            issue.sourceLocation == test.sourceLocation
+                && issue.comments.contains {
+                    $0.rawValue.hasPrefix("the test ran longer than 0.02 seconds; it left 1 future(s) pending")
+                        && $0.rawValue.contains(
+                            "Deferred<Int> \"never filled\" made at DeferredTests/PendingFuturesTests.swift:\(line)")
+                        && $0.rawValue.contains(" ← map ← task ")
+                }
+        }
+        #expect(ended.peek() == true)
+    }
+
+    @Test func theTimeLimitTraitLetsATestThatEndsInTimePass() async throws {
+        let test = try #require(Test.current)
+        try await ReportsStuckFutures(after: .seconds(3600)).provideScope(
+            for: test, testCase: Test.Case.current,
+            performing: {
+                let filled = Deferred<Int>()
+                Task { filled.fill(with: 1) }
+                #expect(await filled.value == 1)
+            })
     }
 }

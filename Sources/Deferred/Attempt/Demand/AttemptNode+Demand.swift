@@ -119,6 +119,11 @@ extension AttemptNode {
         if flags.load(ordering: .relaxed) & DemandState.tracked != 0 {
             DeadlineLedger.shared.consumerArrived(on: self)
         }
+        // A handler added to a finished attempt runs at once, without being stored: it is a
+        // reader all the same.
+        if isTraced {
+            PendingFutures.observed(self)
+        }
     }
 
     /// Carries out a stop that the caller's event made (see ``DemandState``), handing what it
