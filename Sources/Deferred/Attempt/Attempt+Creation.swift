@@ -8,7 +8,7 @@ extension Attempt {
     /// let config = Attempt { try Config(parsing: text) }  // Attempt<Config, any Error>
     /// ```
     ///
-    /// To run the work elsewhere, use ``init(upon:catching:)``; for async work, the
+    /// To run the work elsewhere, use ``init(upon:catching:file:line:)``; for async work, the
     /// initializer that takes an async closure.
     ///
     /// - Parameters:

@@ -197,7 +197,7 @@ extension Attempt where Failure == any Error {
     ///
     /// This lets `Attempt(succeededWith: 3)` stand on its own; give the type
     /// (`Attempt<Int, MyError>(succeededWith: 3)`) for a typed failure. It is the same
-    /// initializer as ``Attempt/init(succeededWith:)``, so the documentation shows that one.
+    /// initializer as ``Attempt/init(succeededWith:file:line:)``, so the documentation shows that one.
     ///
     /// - Parameter success: The value every reader sees.
     @_documentation(visibility: internal)
