@@ -1,5 +1,6 @@
 import Deferred
 import Dispatch
+import Foundation
 
 /// A profile service with a bug: on a reply it cannot read, it forgets to answer.
 private struct ProfileService: Sendable {
@@ -54,4 +55,20 @@ func runDebuggingScenario() {
     for future in pending {
         clock.log("left pending: \(future)")
     }
+
+    // A screen stuck on a spinner: one dump shows the whole chain, from the writer nobody filled
+    // down to the task that waits for it, each with its age.
+    PendingFutures.isTracking = true
+    let profile = service.name(of: "garbage").named("profile 42")
+    let greeting = profile.map(upon: .global()) { "Hello, \($0)!" }
+    let spinner = Task(name: "Profile screen") { try? await greeting.get() }
+    var dump = PendingFutures.snapshotDump
+    for _ in 0..<1_000 where !dump.chains.contains(where: { $0.waiter?.kind == .task }) {
+        Thread.sleep(forTimeInterval: 0.001)
+        dump = PendingFutures.snapshotDump
+    }
+    clock.log("PendingFutures.dump():")
+    print(dump)
+    spinner.cancel()
+    PendingFutures.isTracking = false
 }

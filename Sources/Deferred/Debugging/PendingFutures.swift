@@ -88,7 +88,7 @@ public enum PendingFutures {
         let (nodes, graph) = snapshot()
         let live = graph.lints(longWait: longWaitThreshold)
         let linted = Set(live.map(\.order))
-        let finished = nodes.filter { $0.node == nil && !linted.contains($0.entry.order) }.map(\.key)
+        let finished = nodes.filter { $0.isGone && !linted.contains($0.entry.order) }.map(\.key)
         let past = TraceRegistry.shared.withState { state in
             for (lint, order) in live where state.countedLiveLints.insert(order).inserted {
                 state.count(lint, keeping: false)
@@ -99,7 +99,6 @@ public enum PendingFutures {
             }
             return state.pastLints
         }
-        withExtendedLifetime(nodes) {}
         return PendingDump(chains: graph.chains(), lints: past + live.map(\.lint))
     }
 
@@ -217,8 +216,9 @@ public enum PendingFutures {
         let key = ObjectIdentifier(future)
         let removed = TraceRegistry.shared.withState { state -> TraceEntry? in
             let entry = state.entries.removeValue(forKey: key)
-            if let entry, entry.gaveUp != nil {
-                state.entries[key] = entry  // Kept while work above it runs; see `gaveUp`.
+            if var kept = entry, kept.gaveUp != nil {
+                kept.node = nil
+                state.entries[key] = kept  // Kept while work above it runs; see `gaveUp`.
             }
             return entry
         }
@@ -338,6 +338,7 @@ public enum PendingFutures {
 
     /// Records `node`, linked to `source`, a recorded storage: a stage derived from it (which is
     /// recorded in turn), a join's output, or a waiter.
+    @usableFromInline
     internal static func linked(_ node: ChainNode, to source: ChainNode) {
         let sourceKey = ObjectIdentifier(source)
         switch node.traceKind {
@@ -362,9 +363,7 @@ public enum PendingFutures {
             if let name, state.entries[key]?.stageName == nil {
                 state.entries[key]?.stageName = name
             }
-            if state.entries[key]?.sources.contains(sourceKey) == false {
-                state.entries[key]?.sources.append(sourceKey)
-            }
+            state.entries[key]?.addSource(sourceKey)
         }
         stage.markTraced()
     }
@@ -463,48 +462,55 @@ public enum PendingFutures {
         return TraceRegistry.shared.withState { $0.entries[key]?.place }
     }
 
-    /// The recorded nodes, held, with the graph of what was pending among them.
+    /// What the registry records, read under its lock, with the graph of what was pending.
     fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<ObjectIdentifier>) {
-        // The nodes are read, and the references taken to read them released, outside the lock:
-        // a release may be the last, and a storage's `deinit` reports to the registry.
-        let held = TraceRegistry.shared.withState { state in
-            state.entries.compactMap { key, entry -> SnapshotNode? in
-                let node = entry.node
-                guard node != nil || entry.gaveUp != nil else {
-                    return nil
-                }
-                let waiters = entry.waiters.map { ($0, $0.node) }
-                return SnapshotNode(key: key, node: node, entry: entry, waiters: waiters)
-            }
-        }
         let now = ContinuousClock.now
-        let graphNodes = held.map { held in
-            PendingGraph<ObjectIdentifier>.Node(
-                key: held.key, order: held.entry.order, isPending: held.node?.traceIsPending ?? false,
-                workRuns: (held.node?.traceIsPending ?? false) || held.entry.isWriterHeld,
-                link: held.entry.link(held.node, now: now), sources: held.entry.sources,
-                waiters: held.waiters.compactMap { waiter, node in
-                    guard waiter.isCallback || (node?.traceIsPending ?? false) else {
-                        return nil
-                    }
-                    return (PendingLink(kind: waiter.kind, name: waiter.name, age: now - waiter.since), waiter.order)
-                },
-                gaveUp: held.entry.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
+        let nodes = TraceRegistry.shared.withState { state in
+            state.entries.map { key, entry in SnapshotNode(key: key, entry: entry, now: now) }
         }
-        return (held, PendingGraph(graphNodes))
+        return (nodes, PendingGraph(nodes.map(\.graphNode)))
     }
 
     /// The scope of the innermost ``madeDuring(_:)-(()->Result)`` on this thread or task.
     @TaskLocal private static var scope: Scope?
 }
 
-/// A recorded node, held for a dump, with its entry and its waiters' nodes.
+/// What the registry records of one storage, as a dump reads it: made under the registry's lock,
+/// the only place its storage may be read (see ``TraceRegistry``).
 private struct SnapshotNode {
     let key: ObjectIdentifier
-    /// `nil` for an entry that outlived its storage (see ``TraceEntry/gaveUp``).
-    let node: ChainNode?
+    /// Its role, label and order; its storage reference is not to be followed.
     let entry: TraceEntry
-    let waiters: [(TraceEntry.Waiter, ChainNode?)]
+    /// Whether its storage is gone (an entry kept while work above it runs).
+    let isGone: Bool
+    /// Whether the storage's value is there.
+    let isFilled: Bool
+    /// Whether anything is registered on the storage.
+    let isWaitedFor: Bool
+    /// The node of the dump's graph.
+    let graphNode: PendingGraph<ObjectIdentifier>.Node
+
+    /// Reads `entry`'s storage; only while the registry's lock is held.
+    init(key: ObjectIdentifier, entry: TraceEntry, now: ContinuousClock.Instant) {
+        self.key = key
+        self.entry = entry
+        let storage = entry.node as? any TrackedFuture
+        isGone = storage == nil
+        isFilled = storage?.isTrackedFilled ?? true
+        isWaitedFor = storage?.isTrackedWaitedFor ?? false
+        let isPending = !isFilled
+        graphNode = PendingGraph.Node(
+            key: key, order: entry.order, isPending: isPending, workRuns: isPending || entry.isWriterHeld,
+            link: entry.link(entry.node, now: now), sources: entry.sources,
+            waiters: entry.waiters.compactMap { waiter in
+                // A waiter's weak reference: releasing what it loads runs no `deinit` that reports here.
+                guard waiter.isCallback || (waiter.node?.traceIsPending ?? false) else {
+                    return nil
+                }
+                return (PendingLink(kind: waiter.kind, name: waiter.name, age: now - waiter.since), waiter.order)
+            },
+            gaveUp: entry.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
+    }
 }
 
 /// A future still waiting for its value, as ``PendingFutures`` lists it.
@@ -556,13 +562,11 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
 
     /// The report of a recorded writer, or `nil` if it is filled.
     fileprivate init?(_ held: SnapshotNode, in graph: PendingGraph<ObjectIdentifier>) {
-        guard case .writer(let typeName, let file, let line) = held.entry.role,
-            let storage = held.node as? any TrackedFuture, !storage.isTrackedFilled
-        else {
+        guard case .writer(let typeName, let file, let line) = held.entry.role, !held.isFilled else {
             return nil
         }
         self.init(
-            typeName: typeName.text, file: "\(file)", line: line, isWaitedFor: storage.isTrackedWaitedFor,
+            typeName: typeName.text, file: "\(file)", line: line, isWaitedFor: held.isWaitedFor,
             label: held.entry.label, chains: graph.chains(from: held.key))
     }
 

@@ -11,9 +11,11 @@ import Synchronization
 /// `deinit` removes its entry. That bit is the only trace kept in a node: with nothing recorded,
 /// storing a handler costs a relaxed load and a branch more, and nothing else.
 ///
-/// Entries hold their storages weakly, so tracking keeps nothing alive. A strong reference taken
-/// from one is never released while the lock is held: that release may be the last, and the
-/// storage's `deinit` reports here.
+/// Entries keep their storages neither strongly nor weakly (a weak reference would allocate a
+/// side table for each): each holds an unretained reference that is valid while the entry is
+/// there, because a recorded storage's `deinit` removes its entry, under the lock, before the
+/// storage's memory is freed (see ``PendingFutures/released(_:lost:)``). So a storage is read only
+/// while the lock is held, and no reference taken from an entry outlives it.
 ///
 /// `@unchecked Sendable` is sound: ``state`` is read and written only while ``lock`` is held.
 internal final class TraceRegistry: @unchecked Sendable {
@@ -24,7 +26,8 @@ internal final class TraceRegistry: @unchecked Sendable {
     private var state = TraceState()
 
     /// Runs `body` with the registry's state, alone; `body` must release no strong reference to a
-    /// node that it did not receive from its caller.
+    /// storage that it did not receive from its caller (that release may be the last, and the
+    /// storage's `deinit` would wait for the lock).
     func withState<Result>(_ body: (inout TraceState) -> Result) -> Result {
         lock.withLock { body(&state) }
     }
@@ -65,7 +68,7 @@ internal struct TraceState {
     mutating func ensureEntry(for node: ChainNode, role: TraceEntry.Role) -> Bool {
         let key = ObjectIdentifier(node)
         // An entry kept after its storage went (see `gaveUp`) may share the address of a new one.
-        if let existing = entries[key], existing.node != nil {
+        if entries[key]?.node != nil {
             return false
         }
         entries[key] = TraceEntry(node: node, role: role)
@@ -117,8 +120,9 @@ internal struct TraceEntry {
         let isCallback: Bool
     }
 
-    /// The storage.
-    weak var node: ChainNode?
+    /// The storage, unretained: valid while this entry is in the registry, whose lock the reader
+    /// holds; `nil` once the storage is gone (see ``gaveUp``).
+    unowned(unsafe) var node: ChainNode?
     /// What it is.
     let role: Role
     /// When it was recorded.
@@ -129,8 +133,10 @@ internal struct TraceEntry {
     var label: String?
     /// A name that replaces the node's own, such as `timeout(5.0 seconds)`.
     var stageName: String?
-    /// The recorded storages it waits on, in the order it was linked to them.
-    var sources: [ObjectIdentifier] = []
+    /// The first recorded storage it waits on: a stage has one; only a join has more.
+    var source: ObjectIdentifier?
+    /// The recorded storages it waits on after ``source``, in the order it was linked to them.
+    var moreSources: [ObjectIdentifier] = []
     /// The waiters that are not stages.
     var waiters: [Waiter] = []
     /// Whether something ever received, or registered for, its value: a handler, a derived
@@ -155,6 +161,20 @@ internal struct TraceEntry {
         self.role = role
         since = .now
         order = nextTraceOrder()
+    }
+
+    /// Every recorded storage it waits on.
+    var sources: [ObjectIdentifier] {
+        source.map { [$0] + moreSources } ?? []
+    }
+
+    /// Records that it waits on `key` too.
+    mutating func addSource(_ key: ObjectIdentifier) {
+        if source == nil {
+            source = key
+        } else if source != key && !moreSources.contains(key) {
+            moreSources.append(key)
+        }
     }
 }
 

@@ -134,6 +134,11 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
                     run.follow(start(key).node, in: &queue)
                 }
             }
+            // The first caller was linked before the run followed its work: if the work is
+            // recorded, so is the run now, and the caller with it.
+            if run.isTraced {
+                run.traceCaller(caller)
+            }
             return Attempt(node: caller)
         }
     }
@@ -155,12 +160,22 @@ public final class SharedAttempts<Key: Hashable & Sendable, Success: Sendable, F
 }
 
 extension AttemptNode {
+    /// Records `caller`, a caller of this recorded run, for ``PendingFutures``.
+    @usableFromInline
+    internal final func traceCaller(_ caller: ChainNode) {
+        PendingFutures.linked(caller, to: self)
+        PendingFutures.rename(caller, "caller")
+    }
+
     /// Makes a caller's attempt of this run, holding `unit` of the run's demand until it is
     /// decided or cancelled.
     @inlinable
     internal final func caller(holding unit: DemandUnit) -> AttemptNode {
         let caller = AttemptNode(holding: unit.node, cancellation: nil)
         addConsumer(.sourcedLink(caller, AttemptNode.forward))
+        if isTraced {
+            traceCaller(caller)
+        }
         return caller
     }
 }

@@ -169,6 +169,35 @@ import Testing
         #expect(lints.contains { $0.message.hasPrefix("map failed with") })
     }
 
+    @Test func aForgottenWriterBehindASharedRunIsDumpedWithEachCaller() async throws {
+        let shared = SharedAttempts<Int, Int, any Error>()
+        var work: HeldWriter<Int, any Error>?
+        let line: UInt = #line + 3
+        let (callers, _) = PendingFutures.madeDuring {
+            let first = shared.attempt(for: 7) { _ in
+                work = HeldWriter()  // forgotten: nothing fills it
+                return work!.attempt.named("search 7")
+            }
+            let second = shared.attempt(for: 7) { _ in Attempt(failedWith: TestError.failed(2)) }
+            return [first, second]
+        }
+        let tasks = callers.map { caller in Task(name: "caller") { try await caller.get() } }
+        for _ in 0..<2_000 where chains(labelled: "search 7").filter({ $0.waiter?.kind == .task }).count < 2 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let found = chains(labelled: "search 7").filter { $0.waiter?.kind == .task }
+        #expect(found.count == 2)
+        for chain in found {
+            #expect(chain.links.map(\.name).prefix(3) == ["DeferredAttempt<Int, any Error>", "shared run", "caller"])
+            #expect(chain.source.place == "DeferredTests/PendingChainTests.swift:\(line)")
+            #expect(chain.waiter?.name.hasPrefix("task \"caller\"") == true)
+        }
+        work?.succeed(with: 1)
+        for task in tasks {
+            #expect(try await task.value == 1)
+        }
+    }
+
     @Test func aSharedRunWhoseCallersAllLeftWhileItsWorkRunsIsALint() {
         let shared = SharedAttempts<Int, Int, any Error>()
         var work: HeldWriter<Int, any Error>?
