@@ -150,7 +150,11 @@ import Testing
             let cancelled = DeferredAttempt<Int, any Error>()
             cancelled.attempt.cancel()
             _ = DeferredAttempt<Int, any Error>()  // abandoned
+            let typed = DeferredAttempt<Int, TestError>()
+            _ = typed.attempt.map(upon: .immediate) { $0 + 1 }.named("typed chain")
+            typed.attempt.cancel()  // the map fails with the cancellation it received
         }
+        #expect(!PendingFutures.snapshotDump.lints.contains { $0.message.contains("\"typed chain\"") })
         #expect(
             !PendingFutures.snapshotDump.lints.contains {
                 $0.message.contains("PendingChainTests.swift:\(line)")
