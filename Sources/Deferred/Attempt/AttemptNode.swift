@@ -101,7 +101,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// cancelled, not abandoned) and nothing received its failure.
     @usableFromInline
     internal final func traceRelease() {
-        guard case .failure(let error)? = peek(), !isCancelledFlag, !CancellationErrorBox<Failure>.isCancellation(error),
+        guard case .failure(let error)? = peek(), !isCancelledFlag,
+            !CancellationErrorBox<Failure>.isCancellation(error),
             !(error is AbandonedError)
         else {
             return
