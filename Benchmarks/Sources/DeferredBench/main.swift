@@ -29,7 +29,8 @@ let usage = """
     process of its own; deferred-bench gateway --help lists its options.
     deferred-bench limits [...] measures how late time limits run, next to asyncAfter;
     deferred-bench limits --help lists its options.
-    deferred-bench --probe ID IMPLEMENTATION N runs one scenario alone for callgrind-counts.
+    deferred-bench --probe ID IMPLEMENTATION N [--tracking] runs one scenario alone for
+    callgrind-counts.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -93,8 +94,11 @@ if arguments.first == "limits" {
     }
     exit(0)
 }
+// Tracking (see --tracking) is on before any scenario, a probe's included.
+let tracking = arguments.contains("--tracking")
+PendingFutures.isTracking = tracking
 if let index = arguments.firstIndex(of: "--probe") {
-    let rest = arguments[(index + 1)...]
+    let rest = arguments[(index + 1)...].filter { $0 != "--tracking" }
     guard rest.count == 3, let scenario = Scenario.all.first(where: { $0.id == rest[rest.startIndex] }),
         let implementation = Implementation(rawValue: rest[rest.startIndex + 1]),
         let operations = Int(rest[rest.startIndex + 2]), operations > 0
@@ -136,12 +140,10 @@ if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count, 
 if let index = arguments.firstIndex(of: "--only"), index + 1 < arguments.count {
     only = Set(arguments[index + 1].split(separator: ",").map { $0.uppercased() })
 }
-let tracking = arguments.contains("--tracking")
 if updatingDocs, quick || only != nil || tracking {
     print("deferred-bench: --update-docs needs a full run of every scenario (no --quick, --only or --tracking)")
     exit(2)
 }
-PendingFutures.isTracking = tracking
 let loadBefore = RunContext.load()
 let started = ContinuousClock.now
 

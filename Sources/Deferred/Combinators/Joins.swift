@@ -197,7 +197,11 @@ internal class FutureJoin<Element: Sendable>: ChainNode, @unchecked Sendable {
 @usableFromInline
 internal final class CollectingJoin<Element: Sendable, Result: Sendable>: FutureJoin<Element>, @unchecked Sendable {
     override internal var traceKind: TraceNodeKind {
-        .join(output: result)
+        .join
+    }
+
+    override internal var traceOutput: ChainNode? {
+        result
     }
 
     override internal var traceName: String {

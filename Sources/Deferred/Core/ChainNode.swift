@@ -112,6 +112,11 @@ internal class ChainNode: @unchecked Sendable {
         .none
     }
 
+    /// The storage a join fills, for a node whose ``traceKind`` is `join`.
+    internal var traceOutput: ChainNode? {
+        nil
+    }
+
     /// How a dump names this node as a stage: its operator, such as `map`.
     internal var traceName: String {
         "stage"

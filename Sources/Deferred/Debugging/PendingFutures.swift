@@ -63,9 +63,7 @@ public enum PendingFutures {
         // The futures are read, and the references taken to read them released, outside the
         // lock: a release may be the last, and a storage's `deinit` may report to the registry.
         let (nodes, graph) = snapshot()
-        let writers = nodes.filter { $0.entry.isTracked && $0.entry.isWriter }.sorted {
-            $0.entry.order < $1.entry.order
-        }
+        let writers = nodes.filter { $0.isTracked && $0.isWriter }.sorted { $0.order < $1.order }
         return writers.compactMap { PendingFuture($0, in: graph) }
     }
 
@@ -88,14 +86,14 @@ public enum PendingFutures {
         let (nodes, graph) = snapshot()
         let live = graph.lints(longWait: longWaitThreshold)
         let linted = Set(live.map(\.order))
-        let finished = nodes.filter { $0.isGone && !linted.contains($0.entry.order) }.map(\.key)
+        let finished = nodes.filter { $0.isGone && !linted.contains($0.order) }.map(\.key)
         let past = TraceRegistry.shared.withState { state in
             for (lint, order) in live where state.countedLiveLints.insert(order).inserted {
                 state.count(lint, keeping: false)
             }
             // No work runs above these any more: their storages are gone, and so is the lint.
             for key in finished where state.entries[key]?.node == nil {
-                state.entries[key] = nil
+                _ = state.entries.removeValue(forKey: key)
             }
             return state.pastLints
         }
@@ -157,7 +155,11 @@ public enum PendingFutures {
     ) {
         let scope = Scope(parent: $scope.get())
         trackingSwitch.add(1, ordering: .relaxed)
-        defer { trackingSwitch.subtract(1, ordering: .relaxed) }
+        openScopes.add(1, ordering: .relaxed)
+        defer {
+            openScopes.subtract(1, ordering: .relaxed)
+            trackingSwitch.subtract(1, ordering: .relaxed)
+        }
         let result = try $scope.withValue(scope) { try body() }
         return (result, scope.close())
     }
@@ -176,7 +178,11 @@ public enum PendingFutures {
     ) async rethrows -> (result: Result, pending: [PendingFuture]) {
         let scope = Scope(parent: $scope.get())
         trackingSwitch.add(1, ordering: .relaxed)
-        defer { trackingSwitch.subtract(1, ordering: .relaxed) }
+        openScopes.add(1, ordering: .relaxed)
+        defer {
+            openScopes.subtract(1, ordering: .relaxed)
+            trackingSwitch.subtract(1, ordering: .relaxed)
+        }
         let result = try await $scope.withValue(scope) { try await body() }
         return (result, scope.close())
     }
@@ -213,19 +219,24 @@ public enum PendingFutures {
     /// Forgets `future`, a recorded storage that is going away, and reports it if it was `lost`:
     /// a writer released unfilled while handlers or derived futures were registered on it.
     internal static func released(_ future: AnyObject, lost: Bool) {
-        let key = ObjectIdentifier(future)
-        let removed = TraceRegistry.shared.withState { state -> TraceEntry? in
-            let entry = state.entries.removeValue(forKey: key)
-            if var kept = entry, kept.gaveUp != nil {
-                kept.node = nil
-                state.entries[key] = kept  // Kept while work above it runs; see `gaveUp`.
+        let key = traceKey(future)
+        let report = TraceRegistry.shared.withState { state -> String? in
+            guard let entry = state.entries[key], entry.node != nil else {
+                return nil
             }
-            return entry
+            if entry.gaveUp != nil {
+                entry.node = nil  // Kept while work above it runs; see `gaveUp`.
+            } else {
+                _ = state.entries.removeValue(forKey: key)
+            }
+            guard lost, entry.isWriter, !entry.isLostReported else {
+                return nil
+            }
+            return entry.writerDescription
         }
-        guard let entry = removed, lost, entry.isWriter, !entry.isLostReported else {
-            return
+        if let report {
+            self.report(report, "was released unfilled while handlers or derived futures were registered on it")
         }
-        report(entry, "was released unfilled while handlers or derived futures were registered on it")
     }
 
     /// Reports the recorded writer of `future`, an attempt that something waits for.
@@ -233,25 +244,25 @@ public enum PendingFutures {
     /// Its `DeferredAttempt` went away while its failure type cannot say "abandoned", which
     /// orphans the attempt.
     internal static func writerLost(_ future: AnyObject) {
-        let key = ObjectIdentifier(future)
-        let entry = TraceRegistry.shared.withState { state -> TraceEntry? in
+        let key = traceKey(future)
+        let report = TraceRegistry.shared.withState { state -> String? in
             guard let entry = state.entries[key], entry.isWriter, !entry.isLostReported else {
                 return nil
             }
-            state.entries[key]?.isLostReported = true
-            return entry
+            entry.isLostReported = true
+            return entry.writerDescription
         }
-        if let entry {
-            report(entry, "lost its writer unfinished while handlers or derived attempts were registered on it")
+        if let report {
+            self.report(report, "lost its writer unfinished while handlers or derived attempts were registered on it")
         }
     }
 
-    /// Prints or traps on a lost writer, recorded as `entry`, that `what` happened to.
-    private static func report(_ entry: TraceEntry, _ what: String) {
+    /// Prints or traps on a lost writer, described as `writer`, that `what` happened to.
+    private static func report(_ writer: String, _ what: String) {
         guard globalTracking.load(ordering: .relaxed) else {
             return
         }
-        let message = "\(entry.writerDescription) \(what); they will never run."
+        let message = "\(writer) \(what); they will never run."
         if trapsOnLostWriters {
             fatalError(message)
         }
@@ -265,7 +276,7 @@ public enum PendingFutures {
     /// Reports `node`, a recorded attempt that failed with `failure` (not cancelled, not
     /// abandoned) and is going away, if nothing ever received its failure.
     internal static func releasedFailed(_ node: ChainNode, failure: String) {
-        let key = ObjectIdentifier(node)
+        let key = traceKey(node)
         let lint = TraceRegistry.shared.withState { state -> PendingLint? in
             guard let entry = state.entries[key], !entry.isObserved else {
                 return nil
@@ -291,10 +302,10 @@ public enum PendingFutures {
     /// still runs.
     @usableFromInline
     internal static func gaveUp(_ node: ChainNode, _ kind: PendingLint.Kind) {
-        let key = ObjectIdentifier(node)
+        let key = traceKey(node)
         TraceRegistry.shared.withState { state in
             if let entry = state.entries[key] {
-                state.entries[key]?.gaveUp = (kind, .now, entry.describe(node))
+                entry.gaveUp = TraceEntry.GaveUp(kind: kind, at: .now, name: entry.describe(node))
             }
         }
     }
@@ -303,7 +314,7 @@ public enum PendingFutures {
     /// with it.
     @usableFromInline
     internal static func writerReleased(_ node: ChainNode) {
-        let key = ObjectIdentifier(node)
+        let key = traceKey(node)
         TraceRegistry.shared.withState { $0.entries[key]?.isWriterHeld = false }
     }
 
@@ -313,10 +324,7 @@ public enum PendingFutures {
         guard isRecording else {
             return
         }
-        TraceRegistry.shared.withState { state in
-            state.ensureEntry(for: node, role: .stage)
-            state.entries[ObjectIdentifier(node)]?.label = label
-        }
+        TraceRegistry.shared.withState { $0.entry(for: node).label = label }
         node.markTraced()
     }
 
@@ -324,7 +332,7 @@ public enum PendingFutures {
     /// such as `timeout(5.0 seconds)`.
     @usableFromInline
     internal static func rename(_ node: ChainNode, _ name: @autoclosure () -> String) {
-        let key = ObjectIdentifier(node)
+        let key = traceKey(node)
         let name = name()
         TraceRegistry.shared.withState { $0.entries[key]?.stageName = name }
     }
@@ -332,7 +340,7 @@ public enum PendingFutures {
     /// Records that something read the value of `node`, a recorded storage.
     @usableFromInline
     internal static func observed(_ node: ChainNode) {
-        let key = ObjectIdentifier(node)
+        let key = traceKey(node)
         TraceRegistry.shared.withState { $0.entries[key]?.isObserved = true }
     }
 
@@ -340,44 +348,48 @@ public enum PendingFutures {
     /// recorded in turn), a join's output, or a waiter.
     @usableFromInline
     internal static func linked(_ node: ChainNode, to source: ChainNode) {
-        let sourceKey = ObjectIdentifier(source)
         switch node.traceKind {
         case .none:
-            TraceRegistry.shared.withState { $0.entries[sourceKey]?.isObserved = true }
-        case .waiter(let kind, let name):
-            addWaiter(kind, name, node: node, toKey: sourceKey)
+            observed(source)
         case .stage:
-            link(node, named: nil, to: sourceKey)
-        case .join(let output):
-            link(output, named: node.traceName, to: sourceKey)
+            link(node, named: nil, to: source)
+        case .join:
+            if let output = node.traceOutput {
+                link(output, named: node.traceName, to: source)
+            }
+        case .thread:
+            addWaiter(.thread, "thread blocked in wait", node: node, to: source)
+        case .task:
+            addWaiter(.task, currentTaskDescription(), node: node, to: source)
         }
     }
 
-    /// Records `stage`, a storage that waits on the recorded storage `sourceKey`, named `name` if
+    /// Records `stage`, a storage that waits on the recorded storage `source`, named `name` if
     /// it is a join's output.
-    private static func link(_ stage: ChainNode, named name: String?, to sourceKey: ObjectIdentifier) {
+    private static func link(_ stage: ChainNode, named name: String?, to source: ChainNode) {
+        let sourceKey = traceKey(source)
         TraceRegistry.shared.withState { state in
             state.entries[sourceKey]?.isObserved = true
-            state.ensureEntry(for: stage, role: .stage)
-            let key = ObjectIdentifier(stage)
-            if let name, state.entries[key]?.stageName == nil {
-                state.entries[key]?.stageName = name
+            let entry = state.entry(for: stage)
+            if let name, entry.stageName == nil {
+                entry.stageName = name
             }
-            state.entries[key]?.addSource(sourceKey)
+            entry.addSource(sourceKey)
         }
         stage.markTraced()
     }
 
     /// Records a waiter of kind `kind` named `name` (its node, if it has one) on the recorded
-    /// storage `sourceKey`.
-    internal static func addWaiter(
-        _ kind: PendingLink.Kind, _ name: String, node: ChainNode?, toKey sourceKey: ObjectIdentifier
-    ) {
+    /// storage `source`.
+    private static func addWaiter(_ kind: PendingLink.Kind, _ name: String, node: ChainNode?, to source: ChainNode) {
         let waiter = TraceEntry.Waiter(
             kind: kind, name: name, since: .now, order: nextTraceOrder(), node: node, isCallback: node == nil)
+        let key = traceKey(source)
         TraceRegistry.shared.withState { state in
-            state.entries[sourceKey]?.isObserved = true
-            state.entries[sourceKey]?.waiters.append(waiter)
+            if let entry = state.entries[key] {
+                entry.isObserved = true
+                entry.addWaiter(waiter)
+            }
         }
     }
 
@@ -394,7 +406,7 @@ public enum PendingFutures {
         // An awaiting task's continuation is resumed by such a callback (`await future.value`):
         // say which task added it.
         let fromTask = withUnsafeCurrentTask { $0 != nil } ? ", from " + currentTaskDescription() : ""
-        addWaiter(.callback, name + fromTask, node: nil, toKey: ObjectIdentifier(source))
+        addWaiter(.callback, name + fromTask, node: nil, to: source)
     }
 
     /// The task running this code as a dump names it: `task "Load profile" (priority medium)`.
@@ -424,17 +436,18 @@ public enum PendingFutures {
     internal static func record(
         _ future: some TrackedFuture, typeName: TraceTypeName, file: StaticString, line: UInt
     ) {
-        let innermost = $scope.get()
+        // The task-local lookup only while a scope runs somewhere.
+        let innermost = openScopes.load(ordering: .relaxed) != 0 ? $scope.get() : nil
         let tracking = globalTracking.load(ordering: .relaxed)
         guard innermost != nil || tracking else {
             return
         }
-        var entry = TraceEntry(node: future, role: .writer(typeName, file: file, line: line))
+        let entry = TraceEntry(node: future, role: .writer(typeName, file: file, line: line))
         entry.isTracked = tracking
         if case .deferredAttempt = typeName {
             entry.isWriterHeld = true
         }
-        let key = ObjectIdentifier(future)
+        let key = traceKey(future)
         TraceRegistry.shared.withState { $0.entries[key] = entry }
         future.markRecorded()
         var scope = innermost
@@ -458,15 +471,20 @@ public enum PendingFutures {
         guard isRecording else {
             return nil
         }
-        let key = ObjectIdentifier(future)
+        let key = traceKey(future)
         return TraceRegistry.shared.withState { $0.entries[key]?.place }
     }
 
     /// What the registry records, read under its lock, with the graph of what was pending.
-    fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<ObjectIdentifier>) {
+    fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<UInt>) {
         let now = ContinuousClock.now
         let nodes = TraceRegistry.shared.withState { state in
-            state.entries.map { key, entry in SnapshotNode(key: key, entry: entry, now: now) }
+            var nodes: [SnapshotNode] = []
+            nodes.reserveCapacity(state.entries.count)
+            state.entries.forEachEntry { key, entry in
+                nodes.append(SnapshotNode(key: key, entry: entry, now: now))
+            }
+            return nodes
         }
         return (nodes, PendingGraph(nodes.map(\.graphNode)))
     }
@@ -478,9 +496,15 @@ public enum PendingFutures {
 /// What the registry records of one storage, as a dump reads it: made under the registry's lock,
 /// the only place its storage may be read (see ``TraceRegistry``).
 private struct SnapshotNode {
-    let key: ObjectIdentifier
-    /// Its role, label and order; its storage reference is not to be followed.
-    let entry: TraceEntry
+    let key: UInt
+    /// The order of its record.
+    let order: Int
+    /// Whether it was recorded while tracking was on.
+    let isTracked: Bool
+    /// What it is.
+    let role: TraceEntry.Role
+    /// Its name, if it was given one.
+    let label: String?
     /// Whether its storage is gone (an entry kept while work above it runs).
     let isGone: Bool
     /// Whether the storage's value is there.
@@ -488,12 +512,15 @@ private struct SnapshotNode {
     /// Whether anything is registered on the storage.
     let isWaitedFor: Bool
     /// The node of the dump's graph.
-    let graphNode: PendingGraph<ObjectIdentifier>.Node
+    let graphNode: PendingGraph<UInt>.Node
 
-    /// Reads `entry`'s storage; only while the registry's lock is held.
-    init(key: ObjectIdentifier, entry: TraceEntry, now: ContinuousClock.Instant) {
+    /// Reads `entry` and its storage; only while the registry's lock is held.
+    init(key: UInt, entry: TraceEntry, now: ContinuousClock.Instant) {
         self.key = key
-        self.entry = entry
+        order = entry.order
+        isTracked = entry.isTracked
+        role = entry.role
+        label = entry.label
         let storage = entry.node as? any TrackedFuture
         isGone = storage == nil
         isFilled = storage?.isTrackedFilled ?? true
@@ -501,7 +528,7 @@ private struct SnapshotNode {
         let isPending = !isFilled
         graphNode = PendingGraph.Node(
             key: key, order: entry.order, isPending: isPending, workRuns: isPending || entry.isWriterHeld,
-            link: entry.link(entry.node, now: now), sources: entry.sources,
+            link: entry.link(now: now), sources: entry.sources,
             waiters: entry.waiters.compactMap { waiter in
                 // A waiter's weak reference: releasing what it loads runs no `deinit` that reports here.
                 guard waiter.isCallback || (waiter.node?.traceIsPending ?? false) else {
@@ -510,6 +537,11 @@ private struct SnapshotNode {
                 return (PendingLink(kind: waiter.kind, name: waiter.name, age: now - waiter.since), waiter.order)
             },
             gaveUp: entry.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
+    }
+
+    /// Whether it is a writer.
+    var isWriter: Bool {
+        if case .writer = role { true } else { false }
     }
 }
 
@@ -561,13 +593,13 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The report of a recorded writer, or `nil` if it is filled.
-    fileprivate init?(_ held: SnapshotNode, in graph: PendingGraph<ObjectIdentifier>) {
-        guard case .writer(let typeName, let file, let line) = held.entry.role, !held.isFilled else {
+    fileprivate init?(_ held: SnapshotNode, in graph: PendingGraph<UInt>) {
+        guard case .writer(let typeName, let file, let line) = held.role, !held.isFilled else {
             return nil
         }
         self.init(
             typeName: typeName.text, file: "\(file)", line: line, isWaitedFor: held.isWaitedFor,
-            label: held.entry.label, chains: graph.chains(from: held.key))
+            label: held.label, chains: graph.chains(from: held.key))
     }
 
     /// Whether two descriptions describe the same writer the same way: its type, its place,
@@ -637,12 +669,13 @@ extension TraceEntry {
         isWriter ? writerDescription : (stageName ?? node.traceName) + (label.map { " \"\($0)\"" } ?? "")
     }
 
-    /// The link of this entry's storage, `node` (`nil` if it is gone), in a chain listed at `now`.
-    func link(_ node: ChainNode?, now: ContinuousClock.Instant) -> PendingLink {
+    /// The link of this entry's storage in a chain listed at `now`; only under the registry's
+    /// lock, which keeps the storage there.
+    func link(now: ContinuousClock.Instant) -> PendingLink {
         if case .writer(let typeName, _, _) = role {
             return PendingLink(kind: .writer, name: typeName.text, label: label, place: place, age: now - since)
         }
-        let name = stageName ?? node?.traceName ?? "stage"
+        let name = stageName ?? gaveUp?.name ?? node?.traceName ?? "stage"
         return PendingLink(kind: .stage, name: name, label: label, age: now - since)
     }
 }
@@ -691,7 +724,7 @@ private final class Scope: Sendable {
         let (nodes, graph) = PendingFutures.snapshot()
         let byKey = Dictionary(nodes.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         return unfilled.sorted { $0.order < $1.order }.compactMap { writer in
-            byKey[ObjectIdentifier(writer.node)].flatMap { PendingFuture($0, in: graph) }
+            byKey[traceKey(writer.node)].flatMap { PendingFuture($0, in: graph) }
         }
     }
 }
@@ -703,6 +736,9 @@ private let globalTracking = Atomic<Bool>(false)
 /// ``PendingFutures/madeDuring(_:)-(()->Result)``.
 @usableFromInline
 internal let trackingSwitch = Atomic<Int>(0)
+
+/// How many ``PendingFutures/madeDuring(_:)-(()->Result)`` scopes run, in any thread or task.
+private let openScopes = Atomic<Int>(0)
 
 /// See ``PendingFutures/trapsOnLostWriters``.
 private let trapSwitch = Atomic<Bool>(false)

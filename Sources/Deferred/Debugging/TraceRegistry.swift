@@ -23,7 +23,8 @@ internal final class TraceRegistry: @unchecked Sendable {
     static let shared = TraceRegistry()
 
     private let lock = TableLock()
-    private var state = TraceState()
+    // Unchecked: only `withState` touches it, under the lock.
+    @exclusivity(unchecked) private var state = TraceState()
 
     /// Runs `body` with the registry's state, alone; `body` must release no strong reference to a
     /// storage that it did not receive from its caller (that release may be the last, and the
@@ -33,11 +34,12 @@ internal final class TraceRegistry: @unchecked Sendable {
     }
 }
 
-/// The registry's state: every entry by its storage's identity, and the lints it keeps.
+/// The registry's state: every entry by its storage's address, and the lints it keeps.
 internal struct TraceState {
     /// The entries, by storage: each is removed when its storage goes, so a key never names a
-    /// storage other than its own.
-    var entries: [ObjectIdentifier: TraceEntry] = [:]
+    /// storage other than its own (unless the entry outlived its storage; see
+    /// ``TraceEntry/gaveUp``).
+    let entries = AddressTable<TraceEntry>()
 
     /// The lints of nodes that are gone (lost writers, unobserved failures), newest last, at most
     /// ``keptLints``.
@@ -63,17 +65,23 @@ internal struct TraceState {
         }
     }
 
-    /// The entry of `node`, made as a stage if there is none yet; returns whether it was made.
-    @discardableResult
-    mutating func ensureEntry(for node: ChainNode, role: TraceEntry.Role) -> Bool {
-        let key = ObjectIdentifier(node)
+    /// The entry of `node`, made as a stage if there is none yet.
+    mutating func entry(for node: ChainNode) -> TraceEntry {
+        let key = traceKey(node)
         // An entry kept after its storage went (see `gaveUp`) may share the address of a new one.
-        if entries[key]?.node != nil {
-            return false
+        if let existing = entries[key], existing.node != nil {
+            return existing
         }
-        entries[key] = TraceEntry(node: node, role: role)
-        return true
+        let made = TraceEntry(node: node, role: .stage)
+        entries[key] = made
+        return made
     }
+}
+
+/// The key of `node` in the registry: its address.
+@inline(__always)
+internal func traceKey(_ node: AnyObject) -> UInt {
+    UInt(bitPattern: ObjectIdentifier(node))
 }
 
 /// What a node is to the registry when a recorded storage links it (see
@@ -83,14 +91,21 @@ internal enum TraceNodeKind {
     case none
     /// A storage: a stage derived from the one it is linked to.
     case stage
-    /// A join that fills `output`, a storage: the stage is the output.
-    case join(output: ChainNode)
-    /// A waiter of `kind` that is not a stage, named `name` on the thread that starts waiting.
-    case waiter(PendingLink.Kind, String)
+    /// A join that fills a storage of its own (``ChainNode/traceOutput``): the stage is that
+    /// storage.
+    case join
+    /// A thread blocked in `wait`.
+    case thread
+    /// A task awaiting the value.
+    case task
 }
 
 /// What the registry records of one storage.
-internal struct TraceEntry {
+///
+/// A class, so that the table moves a reference and an update changes it in place. Read and
+/// written only under the registry's lock.
+internal final class TraceEntry {
+    // Its variables are unchecked: only code holding the registry's lock touches them.
     /// What the storage is to whoever reads a dump.
     enum Role {
         /// A writer the caller made (`Deferred()`, `DeferredAttempt()`, an `Attempt` made from
@@ -120,41 +135,93 @@ internal struct TraceEntry {
         let isCallback: Bool
     }
 
+    /// Why, when and under which name a storage gave up on its sources.
+    struct GaveUp {
+        let kind: PendingLint.Kind
+        let at: ContinuousClock.Instant
+        let name: String
+    }
+
     /// The storage, unretained: valid while this entry is in the registry, whose lock the reader
     /// holds; `nil` once the storage is gone (see ``gaveUp``).
-    unowned(unsafe) var node: ChainNode?
+    @exclusivity(unchecked) unowned(unsafe) var node: ChainNode?
     /// What it is.
     let role: Role
     /// When it was recorded.
     let since: ContinuousClock.Instant
     /// Its order among every record.
     let order: Int
-    /// The name the storage was given (see `named(_:)`), if any.
-    var label: String?
-    /// A name that replaces the node's own, such as `timeout(5.0 seconds)`.
-    var stageName: String?
     /// The first recorded storage it waits on: a stage has one; only a join has more.
-    var source: ObjectIdentifier?
-    /// The recorded storages it waits on after ``source``, in the order it was linked to them.
-    var moreSources: [ObjectIdentifier] = []
-    /// The waiters that are not stages.
-    var waiters: [Waiter] = []
+    @exclusivity(unchecked) var source: UInt = 0
     /// Whether something ever received, or registered for, its value: a handler, a derived
     /// stage, a reader.
-    var isObserved = false
+    @exclusivity(unchecked) var isObserved = false
     /// Whether it was recorded while ``PendingFutures/isTracking`` was on (``PendingFutures/all``
     /// lists those writers).
-    var isTracked = false
+    @exclusivity(unchecked) var isTracked = false
     /// Whether the producer still holds the writer: a `DeferredAttempt` that was not released.
-    var isWriterHeld = false
+    @exclusivity(unchecked) var isWriterHeld = false
     /// Whether it was reported as a lost writer.
-    var isLostReported = false
+    @exclusivity(unchecked) var isLostReported = false
+    /// What few entries have, kept apart so that making and freeing an entry stays cheap.
+    @exclusivity(unchecked) private var extra: Extra?
+
+    /// What few entries have: names, more than one source, waiters, a give-up.
+    private final class Extra {
+        var label: String?
+        var stageName: String?
+        var moreSources: [UInt] = []
+        var waiters: [Waiter] = []
+        var gaveUp: GaveUp?
+    }
+
+    /// ``extra``, made on first use.
+    private var madeExtra: Extra {
+        if let extra {
+            return extra
+        }
+        let made = Extra()
+        extra = made
+        return made
+    }
+
+    /// The name the storage was given (see `named(_:)`), if any.
+    var label: String? {
+        get { extra?.label }
+        set { madeExtra.label = newValue }
+    }
+
+    /// A name that replaces the node's own, such as `timeout(5.0 seconds)`.
+    var stageName: String? {
+        get { extra?.stageName }
+        set { madeExtra.stageName = newValue }
+    }
+
+    /// The recorded storages it waits on after ``source``, in the order it was linked to them.
+    var moreSources: [UInt] {
+        extra?.moreSources ?? []
+    }
+
+    /// The waiters that are not stages.
+    var waiters: [Waiter] {
+        extra?.waiters ?? []
+    }
+
+    /// Records a waiter that is not a stage.
+    func addWaiter(_ waiter: Waiter) {
+        madeExtra.waiters.append(waiter)
+    }
+
     /// Whether the storage gave up on its sources (a limit passed, a shared run's callers all
     /// left), when, and its name then.
     ///
-    /// A source still pending is then work that still runs for nobody. Such an entry outlives its storage until no work runs above it, so that a dump
-    /// reports a shared run that nothing holds any more.
-    var gaveUp: (kind: PendingLint.Kind, at: ContinuousClock.Instant, name: String)?
+    /// A source still pending is then work that still runs for nobody. Such an entry outlives its
+    /// storage until no work runs above it, so that a dump reports a shared run that nothing
+    /// holds any more.
+    var gaveUp: GaveUp? {
+        get { extra?.gaveUp }
+        set { madeExtra.gaveUp = newValue }
+    }
 
     init(node: ChainNode, role: Role) {
         self.node = node
@@ -164,16 +231,146 @@ internal struct TraceEntry {
     }
 
     /// Every recorded storage it waits on.
-    var sources: [ObjectIdentifier] {
-        source.map { [$0] + moreSources } ?? []
+    var sources: [UInt] {
+        source == 0 ? [] : [source] + moreSources
     }
 
     /// Records that it waits on `key` too.
-    mutating func addSource(_ key: ObjectIdentifier) {
-        if source == nil {
+    func addSource(_ key: UInt) {
+        if source == 0 {
             source = key
         } else if source != key && !moreSources.contains(key) {
-            moreSources.append(key)
+            madeExtra.moreSources.append(key)
+        }
+    }
+}
+
+/// A table of objects by nonzero address: open addressing with linear probing, a multiplicative
+/// hash of the address, and deletion that shifts the following entries back (no tombstones).
+///
+/// Faster than a `Dictionary` keyed by `ObjectIdentifier` (no seeded hashing, no value witness
+/// calls, no copy-on-write checks), which matters because a tracking build records every stage it
+/// makes. A class that owns its slots: only the registry's lock shares it between threads.
+internal final class AddressTable<Value: AnyObject> {
+    /// The keys, zero for an empty slot, then the values: `capacity` of each.
+    private var keys: UnsafeMutablePointer<UInt>
+    private var values: UnsafeMutablePointer<Value?>
+    private var capacity: Int
+    private var shift: UInt
+    /// How many entries the table holds.
+    private(set) var count = 0
+
+    init() {
+        capacity = 64
+        shift = UInt(UInt.bitWidth - 6)
+        keys = .allocate(capacity: capacity)
+        keys.initialize(repeating: 0, count: capacity)
+        values = .allocate(capacity: capacity)
+        values.initialize(repeating: nil, count: capacity)
+    }
+
+    deinit {
+        keys.deallocate()
+        values.deinitialize(count: capacity)
+        values.deallocate()
+    }
+
+    @inline(__always)
+    private func home(_ key: UInt) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The slot of `key`, or of the empty slot where it would go.
+    @inline(__always)
+    private func slot(_ key: UInt) -> Int {
+        var index = home(key)
+        while keys[index] != 0 && keys[index] != key {
+            index = (index + 1) & (capacity - 1)
+        }
+        return index
+    }
+
+    /// The value of `key`; setting `nil` removes it.
+    subscript(key: UInt) -> Value? {
+        get {
+            let index = slot(key)
+            return keys[index] == key ? values[index] : nil
+        }
+        set {
+            if let newValue {
+                insert(newValue, for: key)
+            } else {
+                _ = removeValue(forKey: key)
+            }
+        }
+    }
+
+    private func insert(_ value: Value, for key: UInt) {
+        precondition(key != 0, "an address table has no entry for address zero")
+        var index = slot(key)
+        if keys[index] != key {
+            if (count + 1) * 2 > capacity {
+                grow()
+                index = slot(key)
+            }
+            keys[index] = key
+            count += 1
+        }
+        values[index] = value
+    }
+
+    /// Removes the entry of `key`; returns its value, if there was one.
+    func removeValue(forKey key: UInt) -> Value? {
+        var index = slot(key)
+        guard keys[index] == key else {
+            return nil
+        }
+        let removed = values[index]
+        // Shift each following entry of the run back into the hole if its home allows it.
+        var hole = index
+        while true {
+            index = (index + 1) & (capacity - 1)
+            guard keys[index] != 0 else {
+                break
+            }
+            let wanted = home(keys[index])
+            // Whether `wanted` lies cyclically outside (hole, index]: then the entry may move.
+            let outside = hole <= index ? (wanted <= hole || wanted > index) : (wanted <= hole && wanted > index)
+            if outside {
+                keys[hole] = keys[index]
+                values[hole] = values[index]
+                hole = index
+            }
+        }
+        keys[hole] = 0
+        values[hole] = nil
+        count -= 1
+        return removed
+    }
+
+    private func grow() {
+        let oldKeys = keys
+        let oldValues = values
+        let oldCapacity = capacity
+        capacity *= 2
+        shift -= 1
+        keys = .allocate(capacity: capacity)
+        keys.initialize(repeating: 0, count: capacity)
+        values = .allocate(capacity: capacity)
+        values.initialize(repeating: nil, count: capacity)
+        count = 0
+        for index in 0..<oldCapacity where oldKeys[index] != 0 {
+            insert(oldValues[index].unsafelyUnwrapped, for: oldKeys[index])
+        }
+        oldKeys.deallocate()
+        oldValues.deinitialize(count: oldCapacity)
+        oldValues.deallocate()
+    }
+
+    /// Calls `body` with each key and value, in no particular order.
+    func forEachEntry(_ body: (UInt, Value) -> Void) {
+        for index in 0..<capacity where keys[index] != 0 {
+            body(keys[index], values[index].unsafelyUnwrapped)
         }
     }
 }

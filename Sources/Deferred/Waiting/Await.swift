@@ -139,9 +139,8 @@ internal class AsyncWaiter<Value: Sendable>: Waiter<Value>, @unchecked Sendable 
         return true
     }
 
-    /// A task, as the awaiting task itself describes it: its name and priority.
     override internal var traceKind: TraceNodeKind {
-        .waiter(.task, PendingFutures.currentTaskDescription())
+        .task
     }
 
     @usableFromInline

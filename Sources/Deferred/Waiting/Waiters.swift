@@ -78,7 +78,7 @@ internal final class BlockingWaiter<Value: Sendable>: Waiter<Value>, @unchecked 
     private let woken = DispatchSemaphore(value: 0)
 
     override internal var traceKind: TraceNodeKind {
-        .waiter(.thread, "thread blocked in wait")
+        .thread
     }
 
     @usableFromInline

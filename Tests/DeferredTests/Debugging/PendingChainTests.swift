@@ -309,3 +309,39 @@ import Testing
         #expect(done.lints(longWait: nil).isEmpty)
     }
 }
+
+/// The registry's table of entries by address, against a dictionary.
+@Suite struct AddressTableTests {
+    private final class Box {
+        let value: Int
+        init(_ value: Int) { self.value = value }
+    }
+
+    @Test func randomInsertionsAndRemovalsMatchADictionary() {
+        let table = AddressTable<Box>()
+        var model: [UInt: Int] = [:]
+        var generator = SystemRandomNumberGenerator()
+        // Keys 16 bytes apart, as object addresses are, from a small range so that runs collide.
+        for step in 0..<20_000 {
+            let key = UInt.random(in: 1...600, using: &generator) << 4
+            if Bool.random(using: &generator) {
+                table[key] = Box(step)
+                model[key] = step
+            } else {
+                #expect(table.removeValue(forKey: key)?.value == model.removeValue(forKey: key))
+            }
+            if step % 997 == 0 {
+                #expect(table.count == model.count)
+                for (key, value) in model {
+                    #expect(table[key]?.value == value)
+                }
+                var seen = 0
+                table.forEachEntry { key, box in
+                    seen += 1
+                    #expect(model[key] == box.value)
+                }
+                #expect(seen == model.count)
+            }
+        }
+    }
+}
