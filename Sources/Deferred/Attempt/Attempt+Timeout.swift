@@ -260,6 +260,11 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
             return
         }
         let error = unsafeDowncast(failure, to: ValueBox<Failure>.self).value
+        // Recorded before anyone can see the timeout, so that a dump taken by whoever learns of
+        // it finds the limit passed.
+        if isTraced {
+            PendingFutures.gaveUp(self, .limitPassedWhileWorkRuns)
+        }
         // The work above learns that its consumer's deadline passed.
         var nodes = ReleaseStack(stopReasonBits: DemandState.stoppedByDeadline)
         var stop = StopClaim.none
@@ -276,9 +281,6 @@ internal final class TimeoutAttemptNode<Success: Sendable, Failure: Error>: Atte
             nodes.releaseAll()
         }
         releaseKeptForLimit()
-        if isTraced {
-            PendingFutures.gaveUp(self, .limitPassedWhileWorkRuns)
-        }
     }
 
     /// Its source was orphaned while something else holds this node: unless its limit is lost

@@ -32,9 +32,13 @@ extension FutureProtocol {
         // The limit keeps the result: its handlers get the substitute even if nothing else
         // will ever fill it (this future's producer gave up and released it, say).
         executor.submit(after: limit) {
-            if result.fill(substitute), result.isTraced {
+            // Recorded before the substitute is visible, so that a dump taken by whoever receives
+            // it finds the limit passed (a limit beaten by the value meanwhile has no work above
+            // it still running, so no dump reports it).
+            if result.isTraced, !result.isFilled {
                 PendingFutures.gaveUp(result, .limitPassedWhileWorkRuns)
             }
+            _ = result.fill(substitute)
         }
         return Future(storage: result)
     }

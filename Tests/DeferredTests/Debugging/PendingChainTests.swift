@@ -118,6 +118,17 @@ import Testing
         #expect(!PendingFutures.snapshotDump.lints.contains { $0.message.contains("\"slow work\"") })
     }
 
+    @Test func aFutureLimitThatPassesWhileItsSourceIsPendingIsALint() {
+        let (writer, _) = PendingFutures.madeDuring { Deferred<Int>(named: "future work") }
+        let limited = writer.timeout(after: .milliseconds(1), upon: DispatchQueue.global(), substituting: -1)
+        #expect(limited.wait(for: .seconds(60)) == -1)
+        let lint = PendingFutures.snapshotDump.lints.first { $0.message.contains("\"future work\"") }
+        #expect(lint?.kind == .limitPassedWhileWorkRuns)
+        #expect(lint?.message.hasPrefix("timeout(0.001 seconds) passed ") == true)
+        writer.fill(with: 1)
+        #expect(!PendingFutures.snapshotDump.lints.contains { $0.message.contains("\"future work\"") })
+    }
+
     @Test func aFailureNobodyObservedIsReportedAtItsRelease() {
         let before = PendingFutures.lintCount(.unobservedFailure)
         let line: UInt = #line + 2
