@@ -219,22 +219,7 @@ public enum PendingFutures {
     /// Forgets `future`, a recorded storage that is going away, and reports it if it was `lost`:
     /// a writer released unfilled while handlers or derived futures were registered on it.
     internal static func released(_ future: AnyObject, lost: Bool) {
-        let key = traceKey(future)
-        let report = TraceRegistry.shared.withState { state -> String? in
-            guard let entry = state.entries[key], entry.node != nil else {
-                return nil
-            }
-            if entry.gaveUp != nil {
-                entry.node = nil  // Kept while work above it runs; see `gaveUp`.
-            } else {
-                _ = state.entries.removeValue(forKey: key)
-            }
-            guard lost, entry.isWriter, !entry.isLostReported else {
-                return nil
-            }
-            return entry.writerDescription
-        }
-        if let report {
+        if let report = TraceRegistry.shared.remove(traceKey(future), lost: lost) {
             self.report(report, "was released unfilled while handlers or derived futures were registered on it")
         }
     }
@@ -447,8 +432,7 @@ public enum PendingFutures {
         if case .deferredAttempt = typeName {
             entry.isWriterHeld = true
         }
-        let key = traceKey(future)
-        TraceRegistry.shared.withState { $0.entries[key] = entry }
+        TraceRegistry.shared.add(entry, for: traceKey(future))
         future.markRecorded()
         var scope = innermost
         while let open = scope {

@@ -23,8 +23,41 @@ internal final class TraceRegistry: @unchecked Sendable {
     static let shared = TraceRegistry()
 
     private let lock = TableLock()
+    /// The entries; also ``TraceState/entries``. Touched only under the lock.
+    private let entries: AddressTable<TraceEntry>
     // Unchecked: only `withState` touches it, under the lock.
-    @exclusivity(unchecked) private var state = TraceState()
+    @exclusivity(unchecked) private var state: TraceState
+
+    private init() {
+        entries = AddressTable()
+        state = TraceState(entries: entries)
+    }
+
+    /// Records `entry` for the storage at `key`: the path every recorded writer takes, kept to a
+    /// lock and a table insertion.
+    func add(_ entry: TraceEntry, for key: UInt) {
+        lock.withLock { entries[key] = entry }
+    }
+
+    /// Removes the entry of the storage at `key`, which is going away, unless it outlives its
+    /// storage (see ``TraceEntry/gaveUp``); returns its writer's description if `lost` and it is
+    /// a writer not yet reported: the path every recorded storage's release takes.
+    func remove(_ key: UInt, lost: Bool) -> String? {
+        lock.withLock { () -> String? in
+            guard let entry = entries[key], entry.node != nil else {
+                return nil
+            }
+            if entry.hasGivenUp {
+                entry.node = nil  // Kept while work above it runs.
+            } else {
+                _ = entries.removeValue(forKey: key)
+            }
+            guard lost, entry.isWriter, !entry.isLostReported else {
+                return nil
+            }
+            return entry.writerDescription
+        }
+    }
 
     /// Runs `body` with the registry's state, alone; `body` must release no strong reference to a
     /// storage that it did not receive from its caller (that release may be the last, and the
@@ -39,7 +72,11 @@ internal struct TraceState {
     /// The entries, by storage: each is removed when its storage goes, so a key never names a
     /// storage other than its own (unless the entry outlived its storage; see
     /// ``TraceEntry/gaveUp``).
-    let entries = AddressTable<TraceEntry>()
+    let entries: AddressTable<TraceEntry>
+
+    init(entries: AddressTable<TraceEntry>) {
+        self.entries = entries
+    }
 
     /// The lints of nodes that are gone (lost writers, unobserved failures), newest last, at most
     /// ``keptLints``.
@@ -210,6 +247,11 @@ internal final class TraceEntry {
     /// Records a waiter that is not a stage.
     func addWaiter(_ waiter: Waiter) {
         madeExtra.waiters.append(waiter)
+    }
+
+    /// Whether ``gaveUp`` is set, read without copying it.
+    var hasGivenUp: Bool {
+        extra?.gaveUp != nil
     }
 
     /// Whether the storage gave up on its sources (a limit passed, a shared run's callers all
