@@ -128,6 +128,11 @@ internal class ChainNode: @unchecked Sendable {
         false
     }
 
+    /// Whether anything is registered on this node, a storage, for its value.
+    internal var traceIsWaitedFor: Bool {
+        false
+    }
+
     /// Makes this node, a storage, report to ``PendingFutures`` the links stored on it and its
     /// release; nothing for any other node.
     internal func markTraced() {}

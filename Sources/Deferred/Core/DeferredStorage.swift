@@ -98,6 +98,10 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         !isFilled
     }
 
+    override internal var traceIsWaitedFor: Bool {
+        StorageState(rawValue: state.load(ordering: .acquiring)).hasPendingHandlers
+    }
+
     override internal func markTraced() {
         markRecorded()
     }

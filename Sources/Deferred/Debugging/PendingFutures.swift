@@ -92,7 +92,7 @@ public enum PendingFutures {
                 state.count(lint, keeping: false)
             }
             // No work runs above these any more: their storages are gone, and so is the lint.
-            for key in finished where state.entries[key]?.node == nil {
+            for key in finished where state.entries[key]?.isLive == false {
                 _ = state.entries.removeValue(forKey: key)
             }
             return state.pastLints
@@ -306,7 +306,10 @@ public enum PendingFutures {
     /// Names `node`, a storage: it is recorded from now on if it was not (when anything records).
     @usableFromInline
     internal static func name(_ node: ChainNode, _ label: String) {
-        guard isRecording else {
+        // As a writer is recorded: while tracking, or in a scope around this code.
+        guard
+            globalTracking.load(ordering: .relaxed) || (openScopes.load(ordering: .relaxed) != 0 && $scope.get() != nil)
+        else {
             return
         }
         TraceRegistry.shared.withState { $0.entry(for: node).label = label }
@@ -354,12 +357,15 @@ public enum PendingFutures {
     private static func link(_ stage: ChainNode, named name: String?, to source: ChainNode) {
         let sourceKey = traceKey(source)
         TraceRegistry.shared.withState { state in
-            state.entries[sourceKey]?.isObserved = true
+            guard let sourceEntry = state.entries[sourceKey] else {
+                return
+            }
+            sourceEntry.isObserved = true
             let entry = state.entry(for: stage)
             if let name, entry.stageName == nil {
                 entry.stageName = name
             }
-            entry.addSource(sourceKey)
+            entry.addSource(TraceSource(key: sourceKey, order: sourceEntry.order))
         }
         stage.markTraced()
     }
@@ -370,12 +376,17 @@ public enum PendingFutures {
         let waiter = TraceEntry.Waiter(
             kind: kind, name: name, since: .now, order: nextTraceOrder(), node: node, isCallback: node == nil)
         let key = traceKey(source)
-        TraceRegistry.shared.withState { state in
-            if let entry = state.entries[key] {
-                entry.isObserved = true
-                entry.addWaiter(waiter)
+        let read = TraceRegistry.shared.withState { state -> [ChainNode] in
+            guard let entry = state.entries[key] else {
+                return []
             }
+            entry.isObserved = true
+            entry.addWaiter(waiter)
+            return entry.pruneWaiters()
         }
+        // The waiters' nodes that pruning read are released here, outside the lock: a release
+        // may be the last, and a waiter may hold a unit of a storage that reports here.
+        withExtendedLifetime(read) {}
     }
 
     /// Records a callback on `executor` registered on `source`, a recorded storage.
@@ -427,7 +438,7 @@ public enum PendingFutures {
         guard innermost != nil || tracking else {
             return
         }
-        let entry = TraceEntry(node: future, role: .writer(typeName, file: file, line: line))
+        let entry = TraceEntry(role: .writer(typeName, file: file, line: line))
         entry.isTracked = tracking
         if case .deferredAttempt = typeName {
             entry.isWriterHeld = true
@@ -462,14 +473,18 @@ public enum PendingFutures {
     /// What the registry records, read under its lock, with the graph of what was pending.
     fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<UInt>) {
         let now = ContinuousClock.now
-        let nodes = TraceRegistry.shared.withState { state in
-            var nodes: [SnapshotNode] = []
-            nodes.reserveCapacity(state.entries.count)
+        // Read under the lock without retaining a storage (see `withStorage(at:_:)`); the
+        // waiters' weak references are copied there and read here, outside it.
+        let read = TraceRegistry.shared.withState { state in
+            var read: [SnapshotNode.Read] = []
+            read.reserveCapacity(state.entries.count)
             state.entries.forEachEntry { key, entry in
-                nodes.append(SnapshotNode(key: key, entry: entry, now: now))
+                read.append(SnapshotNode.Read(key: key, entry: entry))
             }
-            return nodes
+            return read
         }
+        let orders = Dictionary(read.map { ($0.key, $0.order) }, uniquingKeysWith: { first, _ in first })
+        let nodes = read.map { SnapshotNode($0, orders: orders, now: now) }
         return (nodes, PendingGraph(nodes.map(\.graphNode)))
     }
 
@@ -477,9 +492,48 @@ public enum PendingFutures {
     @TaskLocal private static var scope: Scope?
 }
 
-/// What the registry records of one storage, as a dump reads it: made under the registry's lock,
-/// the only place its storage may be read (see ``TraceRegistry``).
+/// What the registry records of one storage, as a dump reads it.
 private struct SnapshotNode {
+    /// What is read of an entry and its storage under the registry's lock.
+    struct Read {
+        let key: UInt
+        let order: Int
+        let isTracked: Bool
+        let role: TraceEntry.Role
+        let label: String?
+        let name: String
+        let since: ContinuousClock.Instant
+        let sources: [TraceSource]
+        let waiters: [TraceEntry.Waiter]
+        let gaveUp: TraceEntry.GaveUp?
+        let isWriterHeld: Bool
+        let isGone: Bool
+        let isFilled: Bool
+        let isWaitedFor: Bool
+
+        /// Reads `entry` and its storage, whose address is `key`; only under the registry's lock.
+        init(key: UInt, entry: TraceEntry) {
+            self.key = key
+            order = entry.order
+            isTracked = entry.isTracked
+            role = entry.role
+            label = entry.label
+            since = entry.since
+            sources = entry.sources
+            waiters = entry.waiters
+            gaveUp = entry.gaveUp
+            isWriterHeld = entry.isWriterHeld
+            isGone = !entry.isLive
+            if entry.isLive {
+                (isFilled, isWaitedFor, name) = withStorage(at: key) { storage in
+                    (!storage.traceIsPending, storage.traceIsWaitedFor, entry.stageName ?? storage.traceName)
+                }
+            } else {
+                (isFilled, isWaitedFor, name) = (true, false, entry.stageName ?? entry.gaveUp?.name ?? "stage")
+            }
+        }
+    }
+
     let key: UInt
     /// The order of its record.
     let order: Int
@@ -498,29 +552,37 @@ private struct SnapshotNode {
     /// The node of the dump's graph.
     let graphNode: PendingGraph<UInt>.Node
 
-    /// Reads `entry` and its storage; only while the registry's lock is held.
-    init(key: UInt, entry: TraceEntry, now: ContinuousClock.Instant) {
-        self.key = key
-        order = entry.order
-        isTracked = entry.isTracked
-        role = entry.role
-        label = entry.label
-        let storage = entry.node as? any TrackedFuture
-        isGone = storage == nil
-        isFilled = storage?.isTrackedFilled ?? true
-        isWaitedFor = storage?.isTrackedWaitedFor ?? false
-        let isPending = !isFilled
+    /// The node of `read`, whose sources count only if their entries are the ones it linked to
+    /// (`orders`: each entry's order by key), listed at `now`.
+    init(_ read: Read, orders: [UInt: Int], now: ContinuousClock.Instant) {
+        key = read.key
+        order = read.order
+        isTracked = read.isTracked
+        role = read.role
+        label = read.label
+        isGone = read.isGone
+        isFilled = read.isFilled
+        isWaitedFor = read.isWaitedFor
+        let isPending = !read.isFilled
+        let link: PendingLink
+        if case .writer(let typeName, let file, let line) = read.role {
+            link = PendingLink(
+                kind: .writer, name: typeName.text, label: read.label, place: "\(file):\(line)", age: now - read.since)
+        } else {
+            link = PendingLink(kind: .stage, name: read.name, label: read.label, age: now - read.since)
+        }
         graphNode = PendingGraph.Node(
-            key: key, order: entry.order, isPending: isPending, workRuns: isPending || entry.isWriterHeld,
-            link: entry.link(now: now), sources: entry.sources,
-            waiters: entry.waiters.compactMap { waiter in
-                // A waiter's weak reference: releasing what it loads runs no `deinit` that reports here.
+            key: read.key, order: read.order, isPending: isPending, workRuns: isPending || read.isWriterHeld,
+            link: link,
+            // A source whose storage went and whose address a later storage took is not this one's.
+            sources: read.sources.filter { orders[$0.key] == $0.order }.map(\.key),
+            waiters: read.waiters.compactMap { waiter in
                 guard waiter.isCallback || (waiter.node?.traceIsPending ?? false) else {
                     return nil
                 }
                 return (PendingLink(kind: waiter.kind, name: waiter.name, age: now - waiter.since), waiter.order)
             },
-            gaveUp: entry.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
+            gaveUp: read.gaveUp.map { ($0.kind, now - $0.at, $0.name) })
     }
 
     /// Whether it is a writer.
@@ -651,16 +713,6 @@ extension TraceEntry {
     /// The recorded storage `node` as a report names it.
     func describe(_ node: ChainNode) -> String {
         isWriter ? writerDescription : (stageName ?? node.traceName) + (label.map { " \"\($0)\"" } ?? "")
-    }
-
-    /// The link of this entry's storage in a chain listed at `now`; only under the registry's
-    /// lock, which keeps the storage there.
-    func link(now: ContinuousClock.Instant) -> PendingLink {
-        if case .writer(let typeName, _, _) = role {
-            return PendingLink(kind: .writer, name: typeName.text, label: label, place: place, age: now - since)
-        }
-        let name = stageName ?? gaveUp?.name ?? node?.traceName ?? "stage"
-        return PendingLink(kind: .stage, name: name, label: label, age: now - since)
     }
 }
 

@@ -57,8 +57,7 @@ internal struct PendingGraph<Key: Hashable> {
         }.sorted { $0.order < $1.order }
         var chains: [PendingChain] = []
         for root in roots {
-            var path: [Key] = []
-            collect(from: root, links: [], path: &path, into: &chains)
+            collect(from: root, into: &chains)
         }
         return chains
     }
@@ -69,29 +68,44 @@ internal struct PendingGraph<Key: Hashable> {
             return []
         }
         var chains: [PendingChain] = []
-        var path: [Key] = []
-        collect(from: node, links: [], path: &path, into: &chains)
+        collect(from: node, into: &chains)
         return chains
     }
 
-    /// Adds the chains through `node`, below `links`, to `chains`.
+    /// A step of ``collect(from:into:)``: enter a node, or leave it.
+    private enum Step {
+        case enter(Node)
+        case leave(Key)
+    }
+
+    /// Adds the chains that start at `root` to `chains`: its waiters first, then the chains
+    /// through each stage below it, oldest first.
     ///
-    /// Recursive, but only as deep as a chain of recorded stages, and each chain's links are
-    /// listed anyway.
-    private func collect(from node: Node, links: [PendingLink], path: inout [Key], into chains: inout [PendingChain]) {
-        let links = links + [node.link]
-        path.append(node.key)
-        defer { path.removeLast() }
-        let below = (dependents[node.key] ?? []).filter { !path.contains($0.key) }
-        if node.waiters.isEmpty && below.isEmpty {
-            chains.append(PendingChain(links: links))
-            return
-        }
-        for waiter in node.waiters.sorted(by: { $0.order < $1.order }) {
-            chains.append(PendingChain(links: links + [waiter.link]))
-        }
-        for stage in below {
-            collect(from: stage, links: links, path: &path, into: &chains)
+    /// A loop over an explicit stack with one list of links for the path it is on, so that a
+    /// chain of any depth takes no stack and time in proportion to its length.
+    private func collect(from root: Node, into chains: inout [PendingChain]) {
+        var links: [PendingLink] = []
+        var onPath: Set<Key> = []
+        var steps = [Step.enter(root)]
+        while let step = steps.popLast() {
+            switch step {
+            case .leave(let key):
+                links.removeLast()
+                onPath.remove(key)
+            case .enter(let node):
+                links.append(node.link)
+                onPath.insert(node.key)
+                let below = (dependents[node.key] ?? []).filter { !onPath.contains($0.key) }
+                let waiters = node.waiters.sorted { $0.order < $1.order }
+                if waiters.isEmpty && below.isEmpty {
+                    chains.append(PendingChain(links: links))
+                }
+                for waiter in waiters {
+                    chains.append(PendingChain(links: links + [waiter.link]))
+                }
+                steps.append(.leave(node.key))
+                steps += below.reversed().map(Step.enter)
+            }
         }
     }
 

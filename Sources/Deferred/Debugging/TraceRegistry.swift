@@ -12,10 +12,12 @@ import Synchronization
 /// storing a handler costs a relaxed load and a branch more, and nothing else.
 ///
 /// Entries keep their storages neither strongly nor weakly (a weak reference would allocate a
-/// side table for each): each holds an unretained reference that is valid while the entry is
-/// there, because a recorded storage's `deinit` removes its entry, under the lock, before the
-/// storage's memory is freed (see ``PendingFutures/released(_:lost:)``). So a storage is read only
-/// while the lock is held, and no reference taken from an entry outlives it.
+/// side table for each): an entry's key is its storage's address, valid while the entry is live,
+/// because a recorded storage's `deinit` removes its entry, under the lock, before the storage's
+/// memory is freed (see ``PendingFutures/released(_:lost:)``). So a storage is read only while the
+/// lock is held, and without being retained (see ``withStorage(at:_:)``): a reference retained
+/// there could turn out to be the last, and its release would run the storage's `deinit` on the
+/// thread that holds the lock.
 ///
 /// `@unchecked Sendable` is sound: ``state`` is read and written only while ``lock`` is held.
 internal final class TraceRegistry: @unchecked Sendable {
@@ -23,7 +25,9 @@ internal final class TraceRegistry: @unchecked Sendable {
     static let shared = TraceRegistry()
 
     private let lock = TableLock()
-    /// The entries; also ``TraceState/entries``. Touched only under the lock.
+    /// The entries, the same table as ``TraceState/entries``.
+    ///
+    /// Touched only under the lock.
     private let entries: AddressTable<TraceEntry>
     // Unchecked: only `withState` touches it, under the lock.
     @exclusivity(unchecked) private var state: TraceState
@@ -44,11 +48,11 @@ internal final class TraceRegistry: @unchecked Sendable {
     /// a writer not yet reported: the path every recorded storage's release takes.
     func remove(_ key: UInt, lost: Bool) -> String? {
         lock.withLock { () -> String? in
-            guard let entry = entries[key], entry.node != nil else {
+            guard let entry = entries[key], entry.isLive else {
                 return nil
             }
             if entry.hasGivenUp {
-                entry.node = nil  // Kept while work above it runs.
+                entry.isLive = false  // Kept while work above it runs.
             } else {
                 _ = entries.removeValue(forKey: key)
             }
@@ -106,13 +110,30 @@ internal struct TraceState {
     mutating func entry(for node: ChainNode) -> TraceEntry {
         let key = traceKey(node)
         // An entry kept after its storage went (see `gaveUp`) may share the address of a new one.
-        if let existing = entries[key], existing.node != nil {
+        if let existing = entries[key], existing.isLive {
             return existing
         }
-        let made = TraceEntry(node: node, role: .stage)
+        let made = TraceEntry(role: .stage)
         entries[key] = made
         return made
     }
+}
+
+/// A storage that an entry waits on: its key, and the order of its entry, which tells that entry
+/// from one of a later storage at the same address.
+internal struct TraceSource: Equatable {
+    let key: UInt
+    let order: Int
+}
+
+/// Calls `body` with the storage whose address is `key`, without retaining it.
+///
+/// Only under the registry's lock, for an entry whose storage is live (its `deinit` waits for
+/// the lock to remove the entry). Retaining it there would be unsound: if that reference turned
+/// out to be the last, the storage's `deinit` would run on this thread and wait for the lock it
+/// holds.
+internal func withStorage<Result>(at key: UInt, _ body: (ChainNode) -> Result) -> Result {
+    Unmanaged<ChainNode>.fromOpaque(UnsafeRawPointer(bitPattern: key).unsafelyUnwrapped)._withUnsafeGuaranteedRef(body)
 }
 
 /// The key of `node` in the registry: its address.
@@ -179,9 +200,9 @@ internal final class TraceEntry {
         let name: String
     }
 
-    /// The storage, unretained: valid while this entry is in the registry, whose lock the reader
-    /// holds; `nil` once the storage is gone (see ``gaveUp``).
-    @exclusivity(unchecked) unowned(unsafe) var node: ChainNode?
+    /// Whether the storage is still there (its address is the entry's key); `false` once it is
+    /// gone, for an entry kept while work above it runs (see ``gaveUp``).
+    @exclusivity(unchecked) var isLive = true
     /// What it is.
     let role: Role
     /// When it was recorded.
@@ -189,7 +210,7 @@ internal final class TraceEntry {
     /// Its order among every record.
     let order: Int
     /// The first recorded storage it waits on: a stage has one; only a join has more.
-    @exclusivity(unchecked) var source: UInt = 0
+    @exclusivity(unchecked) var source: TraceSource?
     /// Whether something ever received, or registered for, its value: a handler, a derived
     /// stage, a reader.
     @exclusivity(unchecked) var isObserved = false
@@ -207,8 +228,10 @@ internal final class TraceEntry {
     private final class Extra {
         var label: String?
         var stageName: String?
-        var moreSources: [UInt] = []
+        var moreSources: [TraceSource] = []
         var waiters: [Waiter] = []
+        /// How many waiters there must be before ``pruneWaiters()`` looks at them again.
+        var prunedAt = 16
         var gaveUp: GaveUp?
     }
 
@@ -235,7 +258,7 @@ internal final class TraceEntry {
     }
 
     /// The recorded storages it waits on after ``source``, in the order it was linked to them.
-    var moreSources: [UInt] {
+    var moreSources: [TraceSource] {
         extra?.moreSources ?? []
     }
 
@@ -265,25 +288,48 @@ internal final class TraceEntry {
         set { madeExtra.gaveUp = newValue }
     }
 
-    init(node: ChainNode, role: Role) {
-        self.node = node
+    init(role: Role) {
         self.role = role
         since = .now
         order = nextTraceOrder()
     }
 
     /// Every recorded storage it waits on.
-    var sources: [UInt] {
-        source == 0 ? [] : [source] + moreSources
+    var sources: [TraceSource] {
+        source.map { [$0] + moreSources } ?? []
     }
 
-    /// Records that it waits on `key` too.
-    func addSource(_ key: UInt) {
-        if source == 0 {
-            source = key
-        } else if source != key && !moreSources.contains(key) {
-            madeExtra.moreSources.append(key)
+    /// Records that it waits on `source` too.
+    func addSource(_ added: TraceSource) {
+        guard let first = source else {
+            source = added
+            return
         }
+        if first != added && !moreSources.contains(added) {
+            madeExtra.moreSources.append(added)
+        }
+    }
+
+    /// Drops the waiters that are over, once they are as many as the last time it did, so that a
+    /// future polled with short waits keeps no record of each; returns the waiters' nodes it had
+    /// to read, for the caller to release once the registry's lock is released.
+    func pruneWaiters() -> [ChainNode] {
+        guard let extra, extra.waiters.count >= extra.prunedAt else {
+            return []
+        }
+        var read: [ChainNode] = []
+        extra.waiters.removeAll { waiter in
+            guard !waiter.isCallback else {
+                return false
+            }
+            guard let node = waiter.node else {
+                return true
+            }
+            read.append(node)
+            return !node.traceIsPending
+        }
+        extra.prunedAt = max(16, extra.waiters.count * 2)
+        return read
     }
 }
 
