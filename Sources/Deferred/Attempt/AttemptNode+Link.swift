@@ -93,7 +93,7 @@ extension AttemptNode {
     /// consumers that left are removed once they are a fixed share (see ``ConsumerLinks``).
     @inlinable
     internal final func consumerLeft(to nodes: inout ReleaseStack) {
-        if waiterRegistry.load(ordering: .relaxed) & ~recordedBit != 0 {
+        if waiterRegistry.load(ordering: .relaxed) & ~traceBits != 0 {
             departed(to: &nodes)
         }
     }
@@ -101,7 +101,7 @@ extension AttemptNode {
     /// Counts a departure in the consumer links, if this attempt made them.
     @usableFromInline
     internal final func departed(to nodes: inout ReleaseStack) {
-        let bits = waiterRegistry.load(ordering: .acquiring) & ~recordedBit
+        let bits = waiterRegistry.load(ordering: .acquiring) & ~traceBits
         RetainedBits.borrow(bits, as: SideRegistry.self).anyConsumerLinks?.departed(to: &nodes)
     }
 

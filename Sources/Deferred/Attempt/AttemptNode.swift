@@ -74,7 +74,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     }
 
     deinit {
-        if isTraced {
+        // Recorded and never read: settled by the bits, before any generic code runs.
+        if waiterRegistry.load(ordering: .relaxed) & traceBits == recordedBit {
             traceRelease()
         }
         // Only a node released pending holds anything here: its consumers are gone, so what it
@@ -97,8 +98,8 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
         }
     }
 
-    /// Reports this attempt, recorded by ``PendingFutures`` and going away, if it failed (not
-    /// cancelled, not abandoned) and nothing received its failure.
+    /// Reports this attempt, recorded by ``PendingFutures``, going away and never read, if it
+    /// failed (not cancelled, not abandoned).
     @usableFromInline
     internal final func traceRelease() {
         guard case .failure(let error)? = peek(), !isCancelledFlag,

@@ -133,6 +133,10 @@ internal class ChainNode: @unchecked Sendable {
         false
     }
 
+    /// Records that something received, or registered for, the value of this node, a recorded
+    /// storage; nothing for any other node.
+    internal func markObserved() {}
+
     /// Makes this node, a storage, report to ``PendingFutures`` the links stored on it and its
     /// release; nothing for any other node.
     internal func markTraced() {}

@@ -74,6 +74,10 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
     /// because the value is there): a stage derived from it, a waiter, a callback.
     @usableFromInline
     internal final func traceStore(_ handler: Handler<Value>) {
+        if case .cancelHandler = handler {
+            return
+        }
+        markObserved()
         switch handler {
         case .immediate:
             PendingFutures.addCallback(on: ImmediateExecutor.shared, to: self)
@@ -106,6 +110,11 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         markRecorded()
     }
 
+    override internal func markObserved() {
+        waiterRegistry.bitwiseOr(observedBit, ordering: .relaxed)
+    }
+
+
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)
@@ -125,7 +134,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 
     deinit {
         let registryWord = waiterRegistry.load(ordering: .acquiring)
-        let waiters = registryWord & ~recordedBit
+        let waiters = registryWord & ~traceBits
         if waiters != 0 {
             RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
         }
@@ -375,6 +384,17 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 /// storage.
 @inlinable
 internal var recordedBit: UInt { 1 }
+
+/// The bit of ``DeferredStorage/waiterRegistry`` that says something received, or registered
+/// for, the value of a storage that ``PendingFutures`` recorded: a handler, a derived stage, a
+/// reader. Only set once the storage is recorded.
+@inlinable
+internal var observedBit: UInt { 2 }
+
+/// The bits of ``DeferredStorage/waiterRegistry`` that are not the registry's address (which is
+/// 16-byte aligned): ``recordedBit`` and ``observedBit``.
+@inlinable
+internal var traceBits: UInt { 3 }
 
 /// The type of a storage's value slot: `Value?`, and nothing else.
 ///

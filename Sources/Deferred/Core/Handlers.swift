@@ -241,7 +241,7 @@ extension DeferredStorage {
         guard !isFilled else {
             return nil
         }
-        let existing = waiterRegistry.load(ordering: .acquiring) & ~recordedBit
+        let existing = waiterRegistry.load(ordering: .acquiring) & ~traceBits
         if existing != 0 {
             return RetainedBits.borrow(existing)
         }
@@ -251,10 +251,10 @@ extension DeferredStorage {
         }
         let bits = RetainedBits.retain(made)
         // Keeps the bit that says `PendingFutures` recorded this storage.
-        let (winner, stored) = waiterRegistry.update { $0 & ~recordedBit == 0 ? bits | ($0 & recordedBit) : nil }
+        let (winner, stored) = waiterRegistry.update { $0 & ~traceBits == 0 ? bits | ($0 & traceBits) : nil }
         guard stored else {
             RetainedBits.release(bits, as: WaiterRegistry<Value>.self)
-            return RetainedBits.borrow(winner & ~recordedBit)
+            return RetainedBits.borrow(winner & ~traceBits)
         }
         add(.link(made, WaiterRegistry<Value>.resumeAll))
         return made

@@ -259,11 +259,11 @@ public enum PendingFutures {
     }
 
     /// Reports `node`, a recorded attempt that failed with `failure` (not cancelled, not
-    /// abandoned) and is going away, if nothing ever received its failure.
+    /// abandoned) and is going away, and whose failure nothing received.
     internal static func releasedFailed(_ node: ChainNode, failure: String) {
         let key = traceKey(node)
         let lint = TraceRegistry.shared.withState { state -> PendingLint? in
-            guard let entry = state.entries[key], !entry.isObserved else {
+            guard let entry = state.entries[key] else {
                 return nil
             }
             let lint = PendingLint(
@@ -313,6 +313,10 @@ public enum PendingFutures {
             return
         }
         TraceRegistry.shared.withState { $0.entry(for: node).label = label }
+        // What was registered on it before it was recorded observed it all the same.
+        if node.traceIsWaitedFor {
+            node.markObserved()
+        }
         node.markTraced()
     }
 
@@ -328,8 +332,7 @@ public enum PendingFutures {
     /// Records that something read the value of `node`, a recorded storage.
     @usableFromInline
     internal static func observed(_ node: ChainNode) {
-        let key = traceKey(node)
-        TraceRegistry.shared.withState { $0.entries[key]?.isObserved = true }
+        node.markObserved()
     }
 
     /// Records `node`, linked to `source`, a recorded storage: a stage derived from it (which is
@@ -360,7 +363,6 @@ public enum PendingFutures {
             guard let sourceEntry = state.entries[sourceKey] else {
                 return
             }
-            sourceEntry.isObserved = true
             let entry = state.entry(for: stage)
             if let name, entry.stageName == nil {
                 entry.stageName = name
@@ -380,7 +382,6 @@ public enum PendingFutures {
             guard let entry = state.entries[key] else {
                 return []
             }
-            entry.isObserved = true
             entry.addWaiter(waiter)
             return entry.pruneWaiters()
         }

@@ -211,9 +211,6 @@ internal final class TraceEntry {
     let order: Int
     /// The first recorded storage it waits on: a stage has one; only a join has more.
     @exclusivity(unchecked) var source: TraceSource?
-    /// Whether something ever received, or registered for, its value: a handler, a derived
-    /// stage, a reader.
-    @exclusivity(unchecked) var isObserved = false
     /// Whether it was recorded while ``PendingFutures/isTracking`` was on (``PendingFutures/all``
     /// lists those writers).
     @exclusivity(unchecked) var isTracked = false
