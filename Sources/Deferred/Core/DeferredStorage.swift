@@ -114,7 +114,6 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         waiterRegistry.bitwiseOr(observedBit, ordering: .relaxed)
     }
 
-
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)
@@ -386,8 +385,9 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 internal var recordedBit: UInt { 1 }
 
 /// The bit of ``DeferredStorage/waiterRegistry`` that says something received, or registered
-/// for, the value of a storage that ``PendingFutures`` recorded: a handler, a derived stage, a
-/// reader. Only set once the storage is recorded.
+/// for, the value of a storage that ``PendingFutures`` recorded.
+///
+/// A handler, a derived stage, a reader. Only set once the storage is recorded.
 @inlinable
 internal var observedBit: UInt { 2 }
 
