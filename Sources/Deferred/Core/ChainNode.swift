@@ -133,6 +133,12 @@ internal class ChainNode: @unchecked Sendable {
         false
     }
 
+    /// What a dump reads of this node, in one call on the node itself, so that the reader takes
+    /// no reference of its own (see ``withStorage(at:_:)``).
+    internal func traceRead() -> TraceRead {
+        TraceRead(isPending: traceIsPending, isWaitedFor: traceIsWaitedFor, name: traceName)
+    }
+
     /// Records that something received, or registered for, the value of this node, a recorded
     /// storage; nothing for any other node.
     internal func markObserved() {}

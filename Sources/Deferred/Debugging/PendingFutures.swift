@@ -262,6 +262,7 @@ public enum PendingFutures {
     /// abandoned) and is going away, and whose failure nothing received.
     internal static func releasedFailed(_ node: ChainNode, failure: String) {
         let key = traceKey(node)
+        let name = node.traceName
         let lint = TraceRegistry.shared.withState { state -> PendingLint? in
             guard let entry = state.entries[key] else {
                 return nil
@@ -269,7 +270,7 @@ public enum PendingFutures {
             let lint = PendingLint(
                 kind: .unobservedFailure,
                 message:
-                    "\(entry.describe(node)) failed with \(failure) and was released with nobody observing its failure"
+                    "\(entry.describe(operatorName: name)) failed with \(failure) and was released with nobody observing its failure"
             )
             state.count(lint, keeping: true)
             return lint
@@ -288,9 +289,10 @@ public enum PendingFutures {
     @usableFromInline
     internal static func gaveUp(_ node: ChainNode, _ kind: PendingLint.Kind) {
         let key = traceKey(node)
+        let name = node.traceName
         TraceRegistry.shared.withState { state in
             if let entry = state.entries[key] {
-                entry.gaveUp = TraceEntry.GaveUp(kind: kind, at: .now, name: entry.describe(node))
+                entry.gaveUp = TraceEntry.GaveUp(kind: kind, at: .now, name: entry.describe(operatorName: name))
             }
         }
     }
@@ -526,9 +528,10 @@ private struct SnapshotNode {
             isWriterHeld = entry.isWriterHeld
             isGone = !entry.isLive
             if entry.isLive {
-                (isFilled, isWaitedFor, name) = withStorage(at: key) { storage in
-                    (!storage.traceIsPending, storage.traceIsWaitedFor, entry.stageName ?? storage.traceName)
-                }
+                let storage = readStorage(at: key)
+                isFilled = !storage.isPending
+                isWaitedFor = storage.isWaitedFor
+                name = entry.stageName ?? storage.name
             } else {
                 (isFilled, isWaitedFor, name) = (true, false, entry.stageName ?? entry.gaveUp?.name ?? "stage")
             }
@@ -711,9 +714,10 @@ extension TraceEntry {
         return typeName.text + (label.map { " \"\($0)\"" } ?? "") + (place.map { " made at \($0)" } ?? "")
     }
 
-    /// The recorded storage `node` as a report names it.
-    func describe(_ node: ChainNode) -> String {
-        isWriter ? writerDescription : (stageName ?? node.traceName) + (label.map { " \"\($0)\"" } ?? "")
+    /// The recorded storage as a report names it, `operatorName` being its node's
+    /// ``ChainNode/traceName`` (read by the caller, outside the registry's lock).
+    func describe(operatorName: String) -> String {
+        isWriter ? writerDescription : (stageName ?? operatorName) + (label.map { " \"\($0)\"" } ?? "")
     }
 }
 

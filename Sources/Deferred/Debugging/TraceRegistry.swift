@@ -126,14 +126,26 @@ internal struct TraceSource: Equatable {
     let order: Int
 }
 
-/// Calls `body` with the storage whose address is `key`, without retaining it.
+/// What a dump reads of a recorded storage.
+internal struct TraceRead {
+    /// Whether its value is still to come.
+    let isPending: Bool
+    /// Whether anything is registered on it.
+    let isWaitedFor: Bool
+    /// Its operator's name, such as `map`.
+    let name: String
+}
+
+/// Reads the storage whose address is `key` (``ChainNode/traceRead()``), without retaining it.
 ///
 /// Only under the registry's lock, for an entry whose storage is live (its `deinit` waits for
 /// the lock to remove the entry). Retaining it there would be unsound: if that reference turned
 /// out to be the last, the storage's `deinit` would run on this thread and wait for the lock it
-/// holds.
-internal func withStorage<Result>(at key: UInt, _ body: (ChainNode) -> Result) -> Result {
-    Unmanaged<ChainNode>.fromOpaque(UnsafeRawPointer(bitPattern: key).unsafelyUnwrapped)._withUnsafeGuaranteedRef(body)
+/// holds. So the storage is reached through a guaranteed reference and read by one method of its
+/// own, with no closure or autoclosure that could capture (and so retain) it, even unoptimized.
+internal func readStorage(at key: UInt) -> TraceRead {
+    Unmanaged<ChainNode>.fromOpaque(UnsafeRawPointer(bitPattern: key).unsafelyUnwrapped)
+        ._withUnsafeGuaranteedRef { $0.traceRead() }
 }
 
 /// The key of `node` in the registry: its address.
