@@ -134,7 +134,7 @@ internal class ChainNode: @unchecked Sendable {
     }
 
     /// What a dump reads of this node, in one call on the node itself, so that the reader takes
-    /// no reference of its own (see ``withStorage(at:_:)``).
+    /// no reference of its own (see ``readStorage(at:)``).
     internal func traceRead() -> TraceRead {
         TraceRead(isPending: traceIsPending, isWaitedFor: traceIsWaitedFor, name: traceName)
     }

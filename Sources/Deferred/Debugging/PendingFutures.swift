@@ -476,7 +476,7 @@ public enum PendingFutures {
     /// What the registry records, read under its lock, with the graph of what was pending.
     fileprivate static func snapshot() -> (nodes: [SnapshotNode], graph: PendingGraph<UInt>) {
         let now = ContinuousClock.now
-        // Read under the lock without retaining a storage (see `withStorage(at:_:)`); the
+        // Read under the lock without retaining a storage (see `readStorage(at:)`); the
         // waiters' weak references are copied there and read here, outside it.
         let read = TraceRegistry.shared.withState { state in
             var read: [SnapshotNode.Read] = []

@@ -15,7 +15,7 @@ import Synchronization
 /// side table for each): an entry's key is its storage's address, valid while the entry is live,
 /// because a recorded storage's `deinit` removes its entry, under the lock, before the storage's
 /// memory is freed (see ``PendingFutures/released(_:lost:)``). So a storage is read only while the
-/// lock is held, and without being retained (see ``withStorage(at:_:)``): a reference retained
+/// lock is held, and without being retained (see ``readStorage(at:)``): a reference retained
 /// there could turn out to be the last, and its release would run the storage's `deinit` on the
 /// thread that holds the lock.
 ///
