@@ -23,7 +23,10 @@ extension Attempt {
     nonisolated(nonsending)
         public func get() async throws(Failure) -> Success
     {
-        if let result = peek() {
+        if let result = node.peek() {
+            if node.isTraced {
+                node.traceObserved()
+            }
             return try result.get()
         }
         // A task that may give up holds a unit of the attempt's demand, so that when it gives

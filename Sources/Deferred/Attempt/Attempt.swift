@@ -126,7 +126,7 @@ public struct Attempt<Success: Sendable, Failure: Error>: FutureProtocol {
     public func peek() -> Result<Success, Failure>? {
         let result = node.peek()
         if result != nil, node.isTraced {
-            PendingFutures.observed(node)
+            node.traceObserved()
         }
         return result
     }

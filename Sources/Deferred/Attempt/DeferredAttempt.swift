@@ -97,7 +97,7 @@ public struct DeferredAttempt<Success: Sendable, Failure: Error>: ~Copyable, Pro
     /// Fails a pending attempt as abandoned: see ``AbandonedError``.
     deinit {
         if node.isTraced {
-            PendingFutures.writerReleased(node)
+            node.traceWriterReleased()
         }
         if !node.isDecided {
             node.abandon(file: file, line: line)

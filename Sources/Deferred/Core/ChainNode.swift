@@ -117,6 +117,12 @@ internal class ChainNode: @unchecked Sendable {
         nil
     }
 
+    /// How a dump names the stages linked to this node, if not by their own operator: a shared
+    /// run's callers.
+    internal var traceDependentName: String? {
+        nil
+    }
+
     /// How a dump names this node as a stage: its operator, such as `map`.
     internal var traceName: String {
         "stage"

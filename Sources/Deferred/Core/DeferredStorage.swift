@@ -114,6 +114,22 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         waiterRegistry.bitwiseOr(observedBit, ordering: .relaxed)
     }
 
+    /// Records that something read this recorded storage's value; out of line, so that an
+    /// inlined reader pays a load and a branch for it.
+    @usableFromInline
+    @inline(never)
+    internal final func traceObserved() {
+        markObserved()
+    }
+
+    /// Records that the producer released the writer of this recorded storage; out of line, as
+    /// ``traceObserved()``.
+    @usableFromInline
+    @inline(never)
+    internal final func traceWriterReleased() {
+        PendingFutures.writerReleased(self)
+    }
+
     @inlinable
     override internal init() {
         state = Atomic(StorageState.initial.rawValue)

@@ -153,9 +153,29 @@ extension DeferredStorage {
     internal final func store(_ handler: consuming Handler<Value>, at position: inout HandlerPosition) -> Handler<
         Value
     >? {
+        // Moved into either branch, never borrowed first, so that the untraced path stores it as
+        // it did before there was tracing.
         if isTraced {
-            traceStore(handler)
+            return storeTraced(handler, at: &position)
         }
+        return storeUntraced(handler, at: &position)
+    }
+
+    /// ``store(_:at:)`` for a storage that ``PendingFutures`` recorded: tells it of `handler`
+    /// first. Out of line, so that it adds nothing to the inlined path.
+    @usableFromInline
+    internal final func storeTraced(_ handler: consuming Handler<Value>, at position: inout HandlerPosition) -> Handler<
+        Value
+    >? {
+        traceStore(handler)
+        return storeUntraced(handler, at: &position)
+    }
+
+    /// ``store(_:at:)`` without telling ``PendingFutures``.
+    @inlinable
+    internal final func storeUntraced(_ handler: consuming Handler<Value>, at position: inout HandlerPosition)
+        -> Handler<Value>?
+    {
         let (word, claimedFirst) = state.update { observed in
             guard case .claimFirst(let claimed) = StorageState(rawValue: observed).registration else {
                 return nil

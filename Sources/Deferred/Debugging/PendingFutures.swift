@@ -361,6 +361,7 @@ public enum PendingFutures {
     /// it is a join's output.
     private static func link(_ stage: ChainNode, named name: String?, to source: ChainNode) {
         let sourceKey = traceKey(source)
+        let name = name ?? source.traceDependentName
         TraceRegistry.shared.withState { state in
             guard let sourceEntry = state.entries[sourceKey] else {
                 return

@@ -164,7 +164,6 @@ extension AttemptNode {
     @usableFromInline
     internal final func traceCaller(_ caller: ChainNode) {
         PendingFutures.linked(caller, to: self)
-        PendingFutures.rename(caller, "caller")
     }
 
     /// Makes a caller's attempt of this run, holding `unit` of the run's demand until it is
@@ -173,9 +172,6 @@ extension AttemptNode {
     internal final func caller(holding unit: DemandUnit) -> AttemptNode {
         let caller = AttemptNode(holding: unit.node, cancellation: nil)
         addConsumer(.sourcedLink(caller, AttemptNode.forward))
-        if isTraced {
-            traceCaller(caller)
-        }
         return caller
     }
 }
@@ -192,6 +188,10 @@ internal final class SharedRunAttemptNode<Success: Sendable, Failure: Error>: At
 {
     override internal var traceName: String {
         "shared run"
+    }
+
+    override internal var traceDependentName: String? {
+        "caller"
     }
 
     /// Tells the table that `run` ended, stopped or not; called once.

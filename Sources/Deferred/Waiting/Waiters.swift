@@ -292,7 +292,7 @@ internal class SideRegistry: ChainNode, @unchecked Sendable {
     /// Unowned: the storage owns its registry, and a waiter is added only by a caller that holds
     /// the storage. Written once, before the registry is published to other threads.
     @usableFromInline
-    internal unowned(unsafe) var tracedSource: ChainNode? = nil
+    @exclusivity(unchecked) internal unowned(unsafe) var tracedSource: ChainNode? = nil
 
     @usableFromInline
     override internal init() {}

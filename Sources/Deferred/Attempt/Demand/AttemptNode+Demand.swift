@@ -122,7 +122,7 @@ extension AttemptNode {
         // A handler added to a finished attempt runs at once, without being stored: it is a
         // reader all the same.
         if isTraced {
-            PendingFutures.observed(self)
+            traceObserved()
         }
     }
 
