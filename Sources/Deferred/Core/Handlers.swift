@@ -161,8 +161,9 @@ extension DeferredStorage {
         return storeUntraced(handler, at: &position)
     }
 
-    /// ``store(_:at:)`` for a storage that ``PendingFutures`` recorded: tells it of `handler`
-    /// first. Out of line, so that it adds nothing to the inlined path.
+    /// ``store(_:at:)`` for a storage that ``PendingFutures`` recorded.
+    ///
+    /// Tells it of `handler` first. Out of line, so that it adds nothing to the inlined path.
     @usableFromInline
     internal final func storeTraced(_ handler: consuming Handler<Value>, at position: inout HandlerPosition) -> Handler<
         Value
