@@ -114,6 +114,15 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         waiterRegistry.bitwiseOr(observedBit, ordering: .relaxed)
     }
 
+    /// Records this storage, just made at `file`, `line`, as a `Deferred`'s writer (see
+    /// ``PendingFutures``); out of line, so that making a `Deferred` sets up no more than this
+    /// call for it.
+    @usableFromInline
+    @inline(never)
+    internal final func recordAsDeferred(file: StaticString, line: UInt) {
+        PendingFutures.record(self, typeName: .deferred(Value.self), file: file, line: line)
+    }
+
     /// Records that something read this recorded storage's value; out of line, so that an
     /// inlined reader pays a load and a branch for it.
     @usableFromInline
@@ -149,13 +158,16 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
 
     deinit {
         let registryWord = waiterRegistry.load(ordering: .acquiring)
-        let waiters = registryWord & ~traceBits
-        if waiters != 0 {
-            RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
-        }
         let word = StorageState(rawValue: state.load(ordering: .acquiring))
-        if registryWord & recordedBit != 0 {
-            PendingFutures.released(self, lost: word.needsDetach)
+        // One test for the common storage, with no registry and not recorded.
+        if registryWord != 0 {
+            let waiters = registryWord & ~traceBits
+            if waiters != 0 {
+                RetainedBits.release(waiters, as: WaiterRegistry<Value>.self)
+            }
+            if registryWord & recordedBit != 0 {
+                PendingFutures.released(self, lost: word.needsDetach)
+            }
         }
         if word.needsDetach {
             var downstream = ReleaseStack()

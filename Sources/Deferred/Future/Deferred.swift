@@ -39,7 +39,7 @@ public struct Deferred<Value: Sendable>: FutureProtocol, PromiseProtocol {
         let storage = Storage<Value>()
         backing = .storage(storage)
         if PendingFutures.isRecording {
-            PendingFutures.record(storage, typeName: .deferred(Value.self), file: file, line: line)
+            storage.recordAsDeferred(file: file, line: line)
         }
     }
 
