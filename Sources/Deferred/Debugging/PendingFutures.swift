@@ -63,7 +63,7 @@ public enum PendingFutures {
         // The futures are read, and the references taken to read them released, outside the
         // lock: a release may be the last, and a storage's `deinit` may report to the registry.
         let (nodes, graph) = snapshot()
-        let writers = nodes.filter { $0.isTracked && $0.isWriter }.sorted { $0.order < $1.order }
+        let writers = nodes.filter { $0.read.isTracked && $0.isWriter }.sorted { $0.read.order < $1.read.order }
         return writers.compactMap { PendingFuture($0, in: graph) }
     }
 
@@ -86,7 +86,7 @@ public enum PendingFutures {
         let (nodes, graph) = snapshot()
         let live = graph.lints(longWait: longWaitThreshold)
         let linted = Set(live.map(\.order))
-        let finished = nodes.filter { $0.isGone && !linted.contains($0.order) }.map(\.key)
+        let finished = nodes.filter { $0.read.isGone && !linted.contains($0.read.order) }.map(\.read.key)
         let past = TraceRegistry.shared.withState { state in
             for (lint, order) in live where state.countedLiveLints.insert(order).inserted {
                 state.count(lint, keeping: false)
@@ -539,35 +539,15 @@ private struct SnapshotNode {
         }
     }
 
-    let key: UInt
-    /// The order of its record.
-    let order: Int
-    /// Whether it was recorded while tracking was on.
-    let isTracked: Bool
-    /// What it is.
-    let role: TraceEntry.Role
-    /// Its name, if it was given one.
-    let label: String?
-    /// Whether its storage is gone (an entry kept while work above it runs).
-    let isGone: Bool
-    /// Whether the storage's value is there.
-    let isFilled: Bool
-    /// Whether anything is registered on the storage.
-    let isWaitedFor: Bool
+    /// What was read of the entry and its storage.
+    let read: Read
     /// The node of the dump's graph.
     let graphNode: PendingGraph<UInt>.Node
 
     /// The node of `read`, whose sources count only if their entries are the ones it linked to
     /// (`orders`: each entry's order by key), listed at `now`.
     init(_ read: Read, orders: [UInt: Int], now: ContinuousClock.Instant) {
-        key = read.key
-        order = read.order
-        isTracked = read.isTracked
-        role = read.role
-        label = read.label
-        isGone = read.isGone
-        isFilled = read.isFilled
-        isWaitedFor = read.isWaitedFor
+        self.read = read
         let isPending = !read.isFilled
         let link: PendingLink
         if case .writer(let typeName, let file, let line) = read.role {
@@ -592,7 +572,7 @@ private struct SnapshotNode {
 
     /// Whether it is a writer.
     var isWriter: Bool {
-        if case .writer = role { true } else { false }
+        if case .writer = read.role { true } else { false }
     }
 }
 
@@ -644,7 +624,8 @@ public struct PendingFuture: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The report of a recorded writer, or `nil` if it is filled.
-    fileprivate init?(_ held: SnapshotNode, in graph: PendingGraph<UInt>) {
+    fileprivate init?(_ snapshot: SnapshotNode, in graph: PendingGraph<UInt>) {
+        let held = snapshot.read
         guard case .writer(let typeName, let file, let line) = held.role, !held.isFilled else {
             return nil
         }
@@ -764,7 +745,7 @@ private final class Scope: Sendable {
             return []
         }
         let (nodes, graph) = PendingFutures.snapshot()
-        let byKey = Dictionary(nodes.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        let byKey = Dictionary(nodes.map { ($0.read.key, $0) }, uniquingKeysWith: { first, _ in first })
         return unfilled.sorted { $0.order < $1.order }.compactMap { writer in
             byKey[traceKey(writer.node)].flatMap { PendingFuture($0, in: graph) }
         }
