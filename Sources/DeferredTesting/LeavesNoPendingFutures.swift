@@ -30,8 +30,7 @@ public struct LeavesNoPendingFutures: TestTrait, SuiteTrait, TestScoping {
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        // A suite's own scope is not a test: its tests each get theirs.
-        guard testCase != nil || !test.isSuite else {
+        guard !isSuiteScope(test, testCase) else {
             try await function()
             return
         }
@@ -54,4 +53,10 @@ extension Trait where Self == LeavesNoPendingFutures {
 /// A test's pending chains, one a line, for an issue's message; empty if there are none.
 internal func describe(_ chains: [PendingChain]) -> String {
     chains.map { "\n  " + $0.description }.joined()
+}
+
+/// Whether a trait's scope for `test` and `testCase` is a suite's own, not a test's: a recursive
+/// trait then only runs it, since the suite's tests each get a scope of their own.
+internal func isSuiteScope(_ test: Test, _ testCase: Test.Case?) -> Bool {
+    testCase == nil && test.isSuite
 }

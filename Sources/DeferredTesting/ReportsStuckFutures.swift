@@ -39,8 +39,7 @@ public struct ReportsStuckFutures: TestTrait, SuiteTrait, TestScoping {
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        // A suite's own scope is not a test: its tests each get theirs.
-        guard testCase != nil || !test.isSuite else {
+        guard !isSuiteScope(test, testCase) else {
             try await function()
             return
         }
