@@ -193,19 +193,23 @@ extension StressSuites {
             )
         }
 
-        /// A deadline that has passed as it is set.
+        /// A deadline that has passed as it is set: decided, and the work stopped, before
+        /// `deadline(at:)` returns, whatever clock measures it.
         @Test func aDeadlinePassedAlreadyFailsAtOnceAndStopsTheWorkOnce() async {
             let clock = VirtualTimeExecutor()
             let producer = DLProducer()
             clock.advance(by: .seconds(10))
             let limited = producer.attempt.deadline(at: clock.now.advanced(by: .seconds(-3)), on: clock)
-            clock.advance(by: .zero)
-            #expect(limited.peek() == .failure(.cancelled))
+            #expect(limited.peek() == .failure(.cancelled), "without the clock running")
             #expect(producer.stops.count == 1 && producer.reason == .deadlinePassed)
             #expect(producer.writer.deadline(on: clock) == nil)
+            clock.advance(by: .zero)
+            #expect(producer.stops.count == 1)
 
             let onContinuous = DLProducer()
             let late = onContinuous.attempt.deadline(at: .now - .seconds(1))
+            #expect(late.peek() == .failure(.cancelled), "without the deadlines' queue")
+            #expect(onContinuous.stops.count == 1 && onContinuous.reason == .deadlinePassed)
             let result = await late.value
             #expect(result == .failure(.cancelled))
             #expect(onContinuous.stops.count == 1 && onContinuous.reason == .deadlinePassed)

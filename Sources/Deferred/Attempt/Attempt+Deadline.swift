@@ -24,7 +24,8 @@ extension Attempt {
     /// ``deadline(at:failingWith:)``; this one stops the program, naming the type.
     ///
     /// The deadline passes on the library's timers on Dispatch (as a `timeout` on a Dispatch
-    /// queue does), on a queue of their own, within the lateness the Performance guide measures.
+    /// queue does), on a queue of their own, within the lateness the Performance guide measures;
+    /// one that has already passed fails the new attempt, and tells the work, before this returns.
     ///
     /// - Parameter deadline: The instant after which the result is no longer wanted.
     /// - Returns: An attempt of this attempt's result, or of the deadline's failure.

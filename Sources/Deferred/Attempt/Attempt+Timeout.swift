@@ -19,7 +19,9 @@ extension Attempt {
     /// was dropped early is released early; one whose source lets go of it (its writer was lost)
     /// while attempts derived from it wait keeps itself until the limit passes. On a Dispatch
     /// queue or a `LoopExecutor` of `DeferredExecutors`, an attempt that finishes or is cancelled
-    /// before the limit also withdraws the limit, which then costs nothing more.
+    /// before the limit also withdraws the limit, which then costs nothing more. A limit of zero
+    /// or less has passed as it is set: the new attempt is decided, and the work told to stop,
+    /// before this returns, without `executor`.
     ///
     /// - Parameters:
     ///   - limit: How long to wait.
@@ -61,11 +63,15 @@ extension Attempt {
         }
         if !limited.isDecided {
             let nanoseconds = limit.clampedNanoseconds
-            if nanoseconds > 0, let queue = executor as? DispatchQueue {
+            if nanoseconds <= 0 {
+                // Passed as it is set: decided and stopped before this returns, so no reader
+                // can find the limit's failure while the work's cancel handlers are still to run.
+                limited.expire()
+            } else if let queue = executor as? DispatchQueue {
                 let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds, expire: Self.expireLimited)
                 DispatchTimers.shared.schedule(timer)
                 limited.hold(timer)
-            } else if nanoseconds > 0, let timers = executor as? any TimerScheduling {
+            } else if let timers = executor as? any TimerScheduling {
                 let timer = LimitTimer(limiting: limited, on: nil, after: nanoseconds, expire: Self.expireLimited)
                 timers.schedule(timer, after: limit)
                 limited.hold(timer)

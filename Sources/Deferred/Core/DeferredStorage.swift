@@ -98,8 +98,10 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
         "future"
     }
 
+    /// Undecided: a storage whose fill is claimed is decided, its value on its way on the
+    /// filling thread, so a scope closing meanwhile does not count it as left pending.
     override internal var traceIsPending: Bool {
-        !isFilled
+        !StorageState(rawValue: state.load(ordering: .acquiring)).isFillClaimed
     }
 
     override internal var traceIsWaitedFor: Bool {

@@ -83,6 +83,25 @@ import Testing
         #expect(saw.value == 1)
     }
 
+    /// A limit of zero or less has passed as it is set, whatever executor measures it: the
+    /// attempt is decided, and the work told to stop, before `timeout` returns, so that nobody
+    /// who reads the timeout finds the work still running.
+    @Test(arguments: ExecutorKind.allCases, [Duration.zero, .seconds(-5)])
+    func aLimitPassedAsItIsSetDecidesAndStopsBeforeItReturns(_ executorKind: ExecutorKind, limit: Duration) {
+        let under = executorKind.make()
+        let writer = DeferredAttempt<Int, TestError>()
+        let stopped = Counter()
+        writer.onCancel { stopped.increment() }
+        let limited = writer.attempt.timeout(after: limit, upon: under.scheduling, failingWith: .timedOut)
+        #expect(limited.peek() == .failure(.timedOut))
+        #expect(stopped.value == 1)
+        #expect(writer.attempt.isCancelled)
+        let later = Counter()
+        under.scheduling.submit(after: .zero) { later.increment() }
+        #expect(under.settleAsTimePasses { later.value == 1 })
+        #expect(stopped.value == 1, "once, also after the executor ran")
+    }
+
     /// A delay after a limit waits on the decided attempt only: the work stops as the limit
     /// passes, not once the delay ends.
     @Test func aDelayAfterALimitDoesNotKeepTheWork() {
