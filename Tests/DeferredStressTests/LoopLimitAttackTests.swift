@@ -410,8 +410,10 @@ extension StressSuites {
 
         /// A limit set on a loop already shut down is lost at once: the source still decides the
         /// attempt, the consumer still cancels it, and with its writer lost too it is orphaned
-        /// and released; nothing runs twice. A limit of zero or less has passed as it is set and
-        /// needs no loop: it times the attempt out at once.
+        /// and released; nothing runs twice.
+        ///
+        /// A limit of zero or less has passed as it is set and needs no loop: it times the
+        /// attempt out at once.
         @Test func aLimitOnALoopAlreadyShutDown() {
             let loop = LoopExecutor(name: "already-down")
             #expect(loop.shutdown().value(within: 30) != nil)
