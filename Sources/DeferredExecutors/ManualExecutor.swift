@@ -58,3 +58,27 @@ public final class ManualExecutor: Executor {
         return count
     }
 }
+
+extension ManualExecutor: TaskExecutor {
+    /// Keeps `job`, a step of a task that prefers this executor, until the owner runs it, in
+    /// submission order with the bodies.
+    ///
+    /// A task prefers the executor with `Task(executorPreference: executor) { … }` or
+    /// `withTaskExecutorPreference(executor) { … }`, and its child tasks inherit that: each of
+    /// its steps then runs in ``runOne()`` or ``runUntilIdle()``, on the thread that drains.
+    ///
+    /// ```swift
+    /// let steps = ManualExecutor()
+    /// let task = Task(executorPreference: steps) { await model.refresh() }
+    /// steps.runUntilIdle()   // the refresh runs to its first wait for other work
+    /// ```
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pending.withLock { $0.append { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) } }
+    }
+
+    /// This executor as the preferred executor of a task.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+}

@@ -66,11 +66,12 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
         }
     }
 
-    /// The clock and the pending bodies: submitting reads the clock and schedules in one step,
-    /// so a body is never due before the time the clock has reached.
-    private let timeline = Locked(Timeline())
+    /// The clock, the pending work and the waits for armed work: submitting reads the clock and
+    /// schedules in one step, so a body is never due before the time the clock has reached.
+    let timeline = Locked(Timeline())
 
-    private let isAdvancing = Atomic<Bool>(false)
+    /// Whether a thread moves the clock: an advance, or the driver of ``run(within:_:)``.
+    let isAdvancing = Atomic<Bool>(false)
 
     /// Creates an executor whose clock reads zero.
     public init() {}
@@ -91,14 +92,14 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
         .nanoseconds(1)
     }
 
-    /// Whether any body or sleep is scheduled and has not run yet.
+    /// Whether any body, sleep or task job is scheduled and has not run yet.
     public var hasPendingWork: Bool {
         timeline.withLock { !$0.bodies.isEmpty }
     }
 
     /// Schedules `body` for the current virtual time; it runs at the next advance.
     public func submit(_ body: @escaping @Sendable () -> Void) {
-        _ = timeline.withLock { $0.schedule(after: 0, body) }
+        schedule(after: 0, VirtualWork(kind: .body(task: Task.name), run: body))
     }
 
     /// Schedules `body` to run once the clock has advanced by `delay`.
@@ -107,11 +108,22 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     ///   - delay: How much virtual time must pass first.
     ///   - body: The work to run.
     public func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        _ = timeline.withLock { $0.schedule(after: delay.clampedNanoseconds, body) }
+        schedule(after: delay.clampedNanoseconds, VirtualWork(kind: .body(task: Task.name), run: body))
+    }
+
+    /// Schedules `work` `delay` nanoseconds from now, and tells whoever waits for it.
+    func schedule(after delay: Int, _ work: VirtualWork) {
+        timeline.withLock { $0.schedule(after: delay, work) }.1.deliver()
     }
 
     /// Moves the clock forward by `duration`, running every body that falls due on the way, in
     /// order of due time and then of submission.
+    ///
+    /// What is runnable runs first: the bodies due now and the jobs of tasks that prefer this
+    /// executor (see ``run(within:_:)``), so such a task arms its next sleep before the clock
+    /// moves past it. Code on other threads or tasks may not have armed its sleeps yet: wait
+    /// for them with ``waitUntilArmed(_:within:)-(Int,Duration)`` first, or advance with
+    /// ``advance(by:afterArming:within:)``.
     ///
     /// While a body runs, ``now`` reads its due time; bodies it schedules within the window run
     /// too. Afterwards ``now`` reads the old time plus `duration`.
@@ -173,10 +185,12 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
                     return  // Cancelled before it slept.
                 }
                 let due = deadline.sinceStart.clampedNanoseconds
+                let wake = VirtualWork(kind: .sleep(task: Task.name)) { sleeper.wake() }
                 let scheduled = timeline.withLock { timeline in
-                    due <= timeline.now ? nil : timeline.schedule(at: due) { sleeper.wake() }
+                    due <= timeline.now ? nil : timeline.schedule(at: due, wake)
                 }
-                guard let ticket = scheduled else {
+                scheduled?.1.deliver()
+                guard let ticket = scheduled?.0 else {
                     sleeper.wake()  // The clock is there already.
                     return
                 }
@@ -192,7 +206,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
 
     /// Moves the clock to `target(now)`, running the bodies due by then.
     @discardableResult
-    private func moveClock(to target: (Int) -> Int) -> Int {
+    func moveClock(to target: (Int) -> Int) -> Int {
         if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
             fatalError("VirtualTimeExecutor was advanced while it was already advancing")
         }
@@ -210,41 +224,6 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
             body()
             count += 1
         }
-    }
-}
-
-/// The bodies waiting on a ``VirtualTimeExecutor``'s clock, by due time, then submission.
-private typealias VirtualBodies = TimerHeap<Int, TimedBody>
-
-/// A ``VirtualTimeExecutor``'s clock and pending bodies.
-private struct Timeline: Sendable {
-    /// The clock, in nanoseconds since the executor was created; it only moves forward.
-    var now = 0
-
-    var bodies = VirtualBodies()
-
-    /// Schedules `body` `delay` nanoseconds from now.
-    @discardableResult
-    mutating func schedule(after delay: Int, _ body: @escaping @Sendable () -> Void) -> VirtualBodies.Ticket {
-        let (due, overflow) = now.addingReportingOverflow(delay)
-        return schedule(at: overflow ? .max : due, body)
-    }
-
-    /// Schedules `body` at `due`, or now if that has passed.
-    mutating func schedule(at due: Int, _ body: @escaping @Sendable () -> Void) -> VirtualBodies.Ticket {
-        bodies.insert(TimedBody(body), at: max(due, now))
-    }
-
-    /// Takes the first body due by `end` and moves the clock to its due time; if none is due,
-    /// moves the clock to `end` in the same step, so that a body submitted meanwhile is either
-    /// due by `end` and taken here, or due after `end`.
-    mutating func takeFirst(dueBy end: Int) -> (@Sendable () -> Void)? {
-        guard let (due, body) = bodies.popFirst(dueBy: end) else {
-            now = max(now, end)
-            return nil
-        }
-        now = max(now, due)
-        return body.run
     }
 }
 

@@ -59,6 +59,10 @@ public struct TestSize: Sendable {
     /// processor time.
     public let timedOutWaits: Int
 
+    /// Runs of each ported time-travel shape (`TimeTravelShapeTests`): a test that waits on a
+    /// virtual clock, run again and again to show that it cannot flake.
+    public let timeTravelRuns: Int
+
     /// The sizes of the attack suites: the quick ones in either profile.
     ///
     /// The attack suites are the stress target's `*AttackTests`: races and chains that fresh eyes
@@ -113,6 +117,7 @@ public struct TestSize: Sendable {
             graphs = 200
             memoryCycles = 200_000
             timedOutWaits = 40_000
+            timeTravelRuns = 100
         case .full:
             depth = 1_000_000
             deepStackBytes = 8 << 20
@@ -121,6 +126,7 @@ public struct TestSize: Sendable {
             graphs = 2_000
             memoryCycles = 1_000_000
             timedOutWaits = 200_000
+            timeTravelRuns = 10_000
         }
         if sanitized {
             raceRounds /= 4

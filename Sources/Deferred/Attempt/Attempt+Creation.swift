@@ -44,7 +44,7 @@ extension Attempt {
         if PendingFutures.isRecording {
             PendingFutures.recordAttempt(node, file: file, line: line)
         }
-        let task = Task(priority: priority) {
+        let task = Task(executorPreference: BridgeTasks.executor, priority: priority) {
             do throws(Failure) {
                 node.decide(.success(try await body()))
             } catch {

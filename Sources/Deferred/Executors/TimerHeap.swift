@@ -151,6 +151,17 @@ package struct TimerHeap<Deadline: Comparable & Sendable, Element: Sendable>: Se
         return take(ticket.slot, freeing: false)
     }
 
+    /// Calls `body` with each element that waits and its deadline, in no particular order, in
+    /// O(n), leaving the heap as it is.
+    @inlinable
+    package func forEachWaiting(_ body: (Deadline, Element) -> Void) {
+        for entry in heap {
+            if slots[entry.slot].sequence == entry.sequence, let element = slots[entry.slot].element {
+                body(entry.deadline, element)
+            }
+        }
+    }
+
     /// Removes every element for which `isRemoved` is true, in O(n); returns how many.
     @inlinable
     package mutating func removeAll(where isRemoved: (Element) -> Bool) -> Int {

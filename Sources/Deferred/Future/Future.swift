@@ -253,7 +253,7 @@ extension Future {
     ///   - operation: The work whose result fills the future.
     public init(priority: TaskPriority? = nil, operation: sending @escaping @isolated(any) () async -> Value) {
         let storage = Storage<Value>()
-        Task(priority: priority) {
+        Task(executorPreference: BridgeTasks.executor, priority: priority) {
             _ = storage.fill(await operation())
         }
         self.init(storage: storage)

@@ -1,0 +1,260 @@
+import Deferred
+import DeferredExecutors
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+/// The virtual clock's tools for code that waits: waiting for what is armed, tasks that run on
+/// the clock (or on a `ManualExecutor`), and `run`, which advances the clock by itself.
+@Suite struct VirtualClockToolsTests {
+    // MARK: Waiting for what is armed
+
+    /// A task on the global pool arms its sleep whenever it gets there: the wait ends as it
+    /// does, and the advance after it wakes the task.
+    @Test func waitingForASleepThatATaskArmsLater() async throws {
+        let clock = VirtualTimeExecutor()
+        let sleeper = Task(name: "sleeper") {
+            try await clock.sleep(for: .seconds(3))
+            return clock.elapsed
+        }
+        try await clock.waitUntilArmed()
+        #expect(clock.armed.map(\.description) == ["a sleep of task \"sleeper\" due at start + 3.0 seconds"])
+        clock.advance(by: .seconds(3))
+        #expect(try await sleeper.value == .seconds(3))
+        #expect(clock.armed.isEmpty)
+    }
+
+    /// Waiting for more than is armed fails after its limit, naming what is armed and what is
+    /// runnable, instead of hanging.
+    @Test func aWaitThatIsNotSatisfiedFailsNamingWhatIsArmed() async {
+        let clock = VirtualTimeExecutor()
+        // Off any task: the test's own task has a name, which the report would give.
+        await Task.detached {
+            clock.submit(after: .seconds(5)) {}
+            clock.submit {}
+        }.value
+        do {
+            try await clock.waitUntilArmed(2, within: .milliseconds(50))
+            Issue.record("two were never armed")
+        } catch let error as VirtualTimeExecutor.WaitTimedOut {
+            #expect(error.armed == [ArmedWork(kind: .body, due: clock.now + .seconds(5), task: nil)])
+            #expect(error.runnable == 1)
+            #expect(
+                error.description
+                    == "waited 0.05 seconds (real time) for 2 sleeps or bodies to be armed on a VirtualTimeExecutor; "
+                    + "at start + 0.0 seconds it had armed: a body due at start + 5.0 seconds; runnable: 1")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    /// A wait for an exact instant ends when something is armed then, not before.
+    @Test func waitingForAnInstant() async throws {
+        let clock = VirtualTimeExecutor()
+        let armer = Task {
+            clock.submit(after: .seconds(1)) {}
+            try await clock.sleep(until: clock.now + .seconds(7))
+        }
+        try await clock.waitUntilArmed(at: clock.now + .seconds(7))
+        #expect(clock.armed.map(\.due) == [clock.now + .seconds(1), clock.now + .seconds(7)])
+        clock.advance(by: .seconds(7))
+        try await armer.value
+    }
+
+    /// The blocking variant, for a test that is not `async`: a thread arms a timer later.
+    @Test func blockingUntilATimerIsArmed() throws {
+        let clock = VirtualTimeExecutor()
+        let fired = Counter()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) {
+            clock.submit(after: .seconds(2)) { fired.increment() }
+        }
+        try clock.waitUntilArmed()
+        clock.advance(by: .seconds(2))
+        #expect(fired.value == 1)
+        #expect(throws: VirtualTimeExecutor.WaitTimedOut.self) {
+            try clock.waitUntilArmed(within: .milliseconds(20))
+        }
+    }
+
+    /// A cancelled wait ends at once with `CancellationError`, and is no longer watched.
+    @Test func aCancelledWaitEndsAtOnce() async {
+        let clock = VirtualTimeExecutor()
+        let waiter = Task { try await clock.waitUntilArmed(within: .seconds(60)) }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        clock.submit(after: .seconds(1)) {}
+        #expect(clock.armed.count == 1)
+    }
+
+    /// Work due now is runnable, not armed; a task's job is never armed.
+    @Test func onlyWorkDueLaterIsArmed() async throws {
+        let clock = VirtualTimeExecutor()
+        clock.submit {}
+        clock.submit(after: .zero) {}
+        #expect(clock.armed.isEmpty)
+        let task = Task(executorPreference: clock) { 1 }
+        #expect(clock.armed.isEmpty)
+        clock.advance(by: .zero)
+        #expect(await task.value == 1)
+    }
+
+    /// `advance(by:afterArming:)`: wait and advance in one line.
+    @Test func advancingOnceArmed() async throws {
+        let clock = VirtualTimeExecutor()
+        let sleeper = Task { try await clock.sleep(for: .milliseconds(250)) }
+        try await clock.advance(by: .milliseconds(250), afterArming: 1)
+        try await sleeper.value
+        #expect(clock.elapsed == .milliseconds(250))
+    }
+
+    // MARK: Tasks on the test's executor
+
+    /// A task that prefers the clock runs only as the clock runs its work, its steps in order
+    /// with the clock's timers.
+    @Test func aTaskThatPrefersTheClockRunsAsItAdvances() async throws {
+        let clock = VirtualTimeExecutor()
+        let log = Locked<[String]>([])
+        clock.submit(after: .seconds(1)) { log.withLock { $0.append("timer at \(clock.elapsed)") } }
+        let task = Task(executorPreference: clock) {
+            log.withLock { $0.append("start at \(clock.elapsed)") }
+            try await clock.sleep(for: .seconds(2))
+            async let child: Duration = clock.elapsed
+            let saw = await child
+            log.withLock { $0.append("child saw \(saw)") }
+        }
+        #expect(log.withLock { $0 }.isEmpty, "nothing runs before the clock does")
+        clock.advance(by: .zero)
+        #expect(log.withLock { $0 } == ["start at 0.0 seconds"])
+        clock.advance(by: .seconds(2))
+        try await task.value
+        #expect(log.withLock { $0 } == ["start at 0.0 seconds", "timer at 1.0 seconds", "child saw 2.0 seconds"])
+    }
+
+    /// A task that prefers a `ManualExecutor` runs in `runUntilIdle`, on the draining thread.
+    @Test func aTaskThatPrefersAManualExecutorRunsWhenItIsDrained() async {
+        let steps = ManualExecutor()
+        let reply = Deferred<Int>()
+        let seen = Counter()
+        let task = Task(executorPreference: steps) {
+            seen.increment()
+            let value = await reply.value
+            seen.increment()
+            return value
+        }
+        #expect(seen.value == 0)
+        steps.runUntilIdle()
+        #expect(seen.value == 1, "it ran to its wait")
+        reply.fill(with: 7)
+        #expect(steps.hasPendingWork, "resumed onto the executor")
+        steps.runUntilIdle()
+        #expect(seen.value == 2)
+        #expect(await task.value == 7)
+    }
+
+    // MARK: run
+
+    /// `run` advances the clock by itself through every sleep, exactly, and returns the value.
+    @Test func runAdvancesThroughSleepsByItself() async throws {
+        let clock = VirtualTimeExecutor()
+        let value = try await clock.run {
+            var total = 0
+            for step in 1...5 {
+                try await clock.sleep(for: .seconds(step))
+                total += step
+            }
+            return total
+        }
+        #expect(value == 15)
+        #expect(clock.elapsed == .seconds(15))
+    }
+
+    /// The library's bridges and child tasks run on the clock under `run`: a retry's backoff, a
+    /// `Future { await … }` and an `async let` all advance the clock only when due.
+    @Test func theBridgesRunOnTheClockUnderRun() async throws {
+        let clock = VirtualTimeExecutor()
+        let starts = Counter()
+        let (value, future) = try await clock.run {
+            let retried = Attempt<Int, any Error>.retry(attempts: 4, delay: .seconds(2), upon: clock) {
+                starts.increment()
+                return starts.value < 4 ? Attempt(failedWith: TestError.failed(0)) : Attempt(succeededWith: 42)
+            }
+            let bridged = Future {
+                try? await clock.sleep(for: .seconds(1))
+                return clock.elapsed
+            }
+            async let late: Duration = {
+                try? await clock.sleep(for: .seconds(10))
+                return clock.elapsed
+            }()
+            return (try await retried.get(), [await bridged.value, await late])
+        }
+        #expect(value == 42)
+        #expect(starts.value == 4)
+        #expect(future == [.seconds(1), .seconds(10)])
+        #expect(clock.elapsed == .seconds(10))
+    }
+
+    /// What `operation` throws, `run` throws.
+    @Test func runRethrows() async {
+        let clock = VirtualTimeExecutor()
+        await #expect(throws: TestError.failed(3)) {
+            try await clock.run {
+                try await clock.sleep(for: .seconds(1))
+                throw TestError.failed(3)
+            }
+        }
+        #expect(clock.elapsed == .seconds(1))
+    }
+
+    /// Work from another thread (a reply on a Dispatch queue) is waited for while nothing is
+    /// armed or runnable on the clock.
+    @Test func runWaitsForWorkFromOtherThreads() async throws {
+        let clock = VirtualTimeExecutor()
+        let value = try await clock.run {
+            let reply = Future(upon: DispatchQueue.global()) {
+                Thread.sleep(forTimeInterval: 0.01)
+                return 5
+            }
+            return await reply.value
+        }
+        #expect(value == 5)
+        #expect(clock.elapsed == .zero)
+    }
+
+    /// A run that can never finish (it waits for a reply nobody sends) fails after its limit,
+    /// naming what the clock holds, and cancels its operation.
+    @Test func aStalledRunFailsInsteadOfHanging() async {
+        let clock = VirtualTimeExecutor()
+        let cancelled = Counter()
+        do {
+            _ = try await clock.run(within: .milliseconds(100)) {
+                let never = DeferredAttempt<Int, any Error>()
+                never.onCancel { cancelled.increment() }
+                return try await never.attempt.get()
+            }
+            Issue.record("the run finished")
+        } catch let error as VirtualTimeExecutor.WaitTimedOut {
+            #expect(error.armed.isEmpty && error.runnable == 0)
+            #expect(error.description.contains("for the operation of run(within:) to finish"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+        #expect(cancelled.value == 1, "the operation's task was cancelled")
+    }
+
+    /// A run that keeps the clock busy without finishing (a timer that reschedules itself
+    /// forever) fails after its limit too.
+    @Test func aRunBusyForeverFailsAfterItsLimit() async {
+        let clock = VirtualTimeExecutor()
+        @Sendable func tick() {
+            clock.submit(after: .seconds(1), tick)
+        }
+        tick()
+        await #expect(throws: VirtualTimeExecutor.WaitTimedOut.self) {
+            try await clock.run(within: .milliseconds(100)) {
+                await Deferred<Int>().value
+            }
+        }
+    }
+}
