@@ -257,4 +257,71 @@ import Testing
             }
         }
     }
+
+    // MARK: The guide's examples
+
+    /// The "Testing Code That Waits" guide's retry: backoffs of 1 and 2 seconds, no advance.
+    @Test func theGuidesRetryLoadsOnTheThirdTry() async throws {
+        let clock = VirtualTimeExecutor()
+        let profile = try await clock.run {
+            try await Attempt<String, any Error>.retry(
+                attempts: 3, delay: .seconds(1), upon: clock, backoff: .exponential()
+            ) {
+                clock.elapsed < .seconds(3) ? Attempt(failedWith: TestError.failed(0)) : Attempt(succeededWith: "Ada")
+            }.get()
+        }
+        #expect(profile == "Ada")
+        #expect(clock.elapsed == .seconds(3))
+    }
+
+    /// The guide's debounce: only the last keystroke's search starts, 300 ms after it.
+    @Test func theGuidesDebounceSearchesOnceTheTextRests() async throws {
+        let clock = VirtualTimeExecutor()
+        let searched = Deferred<String>()
+        let starts = Counter()
+        try await clock.run {
+            var pending: Attempt<String, any Error>?
+            for text in ["s", "sw", "swift"] {
+                pending?.cancel()
+                let search = Attempt<String, any Error>(succeededWith: text)
+                    .delay(by: .milliseconds(300), upon: clock)
+                search.uponSuccess(.immediate) {
+                    starts.increment()
+                    searched.fill(with: $0)
+                }
+                pending = search
+                try await clock.sleep(for: .milliseconds(100))
+            }
+            _ = await searched.value
+        }
+        #expect(searched.peek() == "swift")
+        #expect(starts.value == 1)
+        #expect(clock.elapsed == .milliseconds(500))
+    }
+
+    // MARK: Main-actor code
+
+    /// The guide's recipe for main-actor code: a main-actor test waits for what the code arms
+    /// (which lets the main actor run it), advances, and awaits the code's own result.
+    @MainActor @Test(arguments: 0..<20) func mainActorCodeWaitsForWhatItArms(_ run: Int) async throws {
+        let clock = VirtualTimeExecutor()
+        let banner = Banner()
+        let showing = Task { await banner.show("Saved \(run)", for: .seconds(3), clock: clock) }
+        try await clock.waitUntilArmed()
+        #expect(banner.message == "Saved \(run)")
+        clock.advance(by: .seconds(3))
+        await showing.value
+        #expect(banner.message == nil)
+    }
+}
+
+/// A main-actor model that shows a message for a while.
+@MainActor final class Banner {
+    var message: String?
+
+    func show(_ text: String, for duration: Duration, clock: some Clock<Duration>) async {
+        message = text
+        try? await clock.sleep(for: duration)
+        message = nil
+    }
 }

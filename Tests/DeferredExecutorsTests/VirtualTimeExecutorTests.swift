@@ -233,10 +233,10 @@ import Testing
             try await clock.sleep(for: .seconds(60))
             woke.fill(with: clock.elapsed)
         }
-        try await Self.waitForPendingWork(on: clock)
+        try await clock.waitUntilArmed()
         clock.advance(by: .seconds(59))
-        try await Task.sleep(for: .milliseconds(10))
-        #expect(woke.isFilled == false, "not before its time")
+        #expect(clock.armed.map(\.kind) == [.sleep], "not before its time: still armed")
+        #expect(woke.isFilled == false)
         clock.advance(by: .seconds(1))
         #expect(await woke.value == .seconds(60))
         try await sleeper.value
@@ -245,7 +245,7 @@ import Testing
     @Test func taskSleepWithTheClockSuspendsOnVirtualTime() async throws {
         let clock = VirtualTimeExecutor()
         let sleeper = Task { try await Task.sleep(for: .seconds(3600), tolerance: nil, clock: clock) }
-        try await Self.waitForPendingWork(on: clock)
+        try await clock.waitUntilArmed()
         clock.advance(by: .seconds(3600))
         try await sleeper.value
         #expect(clock.elapsed == .seconds(3600))
@@ -254,7 +254,7 @@ import Testing
     @Test func aCancelledSleepEndsAtOnceAndLeavesNothingScheduled() async throws {
         let clock = VirtualTimeExecutor()
         let sleeper = Task { try await clock.sleep(for: .seconds(60)) }
-        try await Self.waitForPendingWork(on: clock)
+        try await clock.waitUntilArmed()
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
         #expect(!clock.hasPendingWork, "the cancelled sleep's wake-up is unscheduled")
@@ -283,13 +283,6 @@ import Testing
         #expect(reply.peek() == .success(42))
         #expect(calls.order == [0, 1, 3, 7], "tries at 0 s, then after 1, 2 and 4 s of backoff")
         #expect(ContinuousClock.now - started < .seconds(1))
-    }
-
-    /// Waits until something is scheduled on `clock`: a task has reached its sleep.
-    static func waitForPendingWork(on clock: VirtualTimeExecutor) async throws {
-        while !clock.hasPendingWork {
-            try await Task.sleep(for: .milliseconds(1))
-        }
     }
 }
 

@@ -118,15 +118,16 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
         writer.onCancel { stopped.increment() }
         let mapped = writer.attempt.mapError(upon: .immediate, transform: plain)
         let finished = Counter()
-        let reader = Task { () async throws(Plain) -> Int in
+        // The reader runs on `steps`, so the test knows when it has reached its `get()`.
+        let steps = ManualExecutor()
+        let reader = Task(executorPreference: steps) { () async throws(Plain) -> Int in
             defer { finished.increment() }
             return try await mapped.get()
         }
-        try? await Task.sleep(for: .milliseconds(20))
+        steps.runUntilIdle()
+        #expect(finished.value == 0, "the reader waits in get()")
         reader.cancel()
-        for _ in 0..<50 where finished.value == 0 {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        steps.runUntilIdle()
         #expect(stopped.value == 1, "the producer was told to stop")
         #expect(finished.value == 1, "the cancelled task's get() returned")
         _ = writer.isCancelled  // Unblocks the task, so that the test ends either way.
@@ -482,9 +483,13 @@ extension StressSuites.PlainFailureAndRetryAttackTests {
             stage.cancel()
             #expect(retrying.isCancelled, "nothing else needed the retry")
         case .cancelATaskAwaitingIt:
-            let reader = Task { () async throws(TestError) -> Int in try await retrying.get() }
-            try? await Task.sleep(for: .milliseconds(20))
+            // The reader runs on `steps`, so the test knows when it has reached its `get()`.
+            let steps = ManualExecutor()
+            let reader = Task(executorPreference: steps) { () async throws(TestError) -> Int in try await retrying.get()
+            }
+            steps.runUntilIdle()
             reader.cancel()
+            steps.runUntilIdle()
             #expect(await failure(of: reader) == .cancelled)
             #expect(retrying.isCancelled, "the only reader gave up")
         }
