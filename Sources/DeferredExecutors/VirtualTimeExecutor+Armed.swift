@@ -1,5 +1,6 @@
 import Deferred
 import Dispatch
+import Synchronization
 
 /// One thing armed on a ``VirtualTimeExecutor``'s clock: a task's sleep or a body (a timer, a
 /// time limit, a delay, a retry's backoff) due later than the clock's time.
@@ -60,7 +61,10 @@ extension VirtualTimeExecutor {
     /// ```
     ///
     /// It returns at once if `count` are armed already. Nothing here yields or sleeps: the
-    /// clock ends the wait as the work is scheduled.
+    /// clock ends the wait as the work is scheduled. Meanwhile it runs what is runnable, on the
+    /// calling thread, without moving the clock: the bodies due now and the jobs of tasks that
+    /// prefer the clock, so such a task gets to its sleep (unless another thread advances the
+    /// clock, which then runs them).
     ///
     /// - Parameters:
     ///   - count: How many sleeps or bodies must be armed.
@@ -80,35 +84,35 @@ extension VirtualTimeExecutor {
     /// - Throws: ``VirtualTimeExecutor/WaitTimedOut`` naming what is armed, or `CancellationError`
     ///   if the task is cancelled first.
     public func waitUntilArmed(at instant: Instant, within limit: Duration = .seconds(10)) async throws {
-        try await waitUntil(.dueAt(instant), within: limit)
+        try await waitUntil(.dueAt(instant.sinceStart.clampedNanoseconds), within: limit)
     }
 
     /// Blocks the calling thread until at least `count` sleeps or bodies are armed on the clock.
     ///
-    /// For a test that is not `async`; like the `async` variant, it fails naming what is armed
-    /// once `limit` of real time has passed.
+    /// For a test that is not `async`; like ``waitUntilArmed(_:within:)``, it fails naming what
+    /// is armed once `limit` of real time has passed.
     ///
     /// - Parameters:
     ///   - count: How many sleeps or bodies must be armed.
     ///   - limit: How long to wait, in real time, before failing.
     /// - Throws: ``VirtualTimeExecutor/WaitTimedOut`` naming what is armed.
-    @available(*, noasync, message: "use the async waitUntilArmed")
-    public func waitUntilArmed(_ count: Int = 1, within limit: Duration = .seconds(10)) throws {
+    @available(*, noasync, message: "use waitUntilArmed")
+    public func blockUntilArmed(_ count: Int = 1, within limit: Duration = .seconds(10)) throws {
         try blockUntil(.count(count), within: limit)
     }
 
     /// Blocks the calling thread until something is armed due exactly at `instant`.
     ///
-    /// For a test that is not `async`; like the `async` variant, it fails naming what is armed
-    /// once `limit` of real time has passed.
+    /// For a test that is not `async`; like ``waitUntilArmed(at:within:)``, it fails naming what
+    /// is armed once `limit` of real time has passed.
     ///
     /// - Parameters:
     ///   - instant: The due time to wait for.
     ///   - limit: How long to wait, in real time, before failing.
     /// - Throws: ``VirtualTimeExecutor/WaitTimedOut`` naming what is armed.
-    @available(*, noasync, message: "use the async waitUntilArmed")
-    public func waitUntilArmed(at instant: Instant, within limit: Duration = .seconds(10)) throws {
-        try blockUntil(.dueAt(instant), within: limit)
+    @available(*, noasync, message: "use waitUntilArmed(at:within:)")
+    public func blockUntilArmed(at instant: Instant, within limit: Duration = .seconds(10)) throws {
+        try blockUntil(.dueAt(instant.sinceStart.clampedNanoseconds), within: limit)
     }
 
     /// Waits until at least `count` sleeps or bodies are armed, then advances the clock by
@@ -119,8 +123,9 @@ extension VirtualTimeExecutor {
     /// try await clock.advance(by: .seconds(1), afterArming: 1)   // the first backoff ends
     /// ```
     ///
-    /// The advance runs what is runnable first (work due now, and the jobs of tasks that prefer
-    /// the clock), then every sleep and body due within `duration`, in order.
+    /// The wait runs what is runnable meanwhile (work due now, and the jobs of tasks that prefer
+    /// the clock), and the advance then runs every sleep and body due within `duration`, in
+    /// order.
     ///
     /// - Parameters:
     ///   - duration: How far to move the clock.
@@ -160,36 +165,54 @@ extension VirtualTimeExecutor {
         }
     }
 
-    /// Waits until `condition` holds, or throws once `limit` has passed.
+    /// Waits until `condition` holds, running what is runnable meanwhile, or throws once
+    /// `limit` has passed.
     private func waitUntil(_ condition: ArmedCondition, within limit: Duration) async throws {
-        let watch = ArmedWatch(condition)
-        guard timeline.withLock({ $0.add(watch) }) else {
-            return
-        }
-        let timer = DispatchWorkItem { watch.finish(satisfied: false) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(limit.clampedNanoseconds), execute: timer)
-        let satisfied = await withTaskCancellationHandler {
-            await watch.wait()
-        } onCancel: {
-            watch.finish(satisfied: false)
-        }
-        timer.cancel()
-        guard satisfied else {
-            timeline.withLock { $0.remove(watch) }
-            try Task.checkCancellation()
-            throw timedOut(awaiting: condition.description, within: limit)
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let watch = ArmedWatch(condition)
+            guard let end = await watch.waitAdded(to: self, until: deadline) else {
+                try Task.checkCancellation()
+                throw timedOut(awaiting: condition.description, within: limit)
+            }
+            if end == .satisfied {
+                return
+            }
+            _ = runRunnableWork()
         }
     }
 
-    /// Blocks until `condition` holds, or throws once `limit` has passed.
+    /// Blocks until `condition` holds, running what is runnable meanwhile, or throws once
+    /// `limit` has passed.
     private func blockUntil(_ condition: ArmedCondition, within limit: Duration) throws {
-        let watch = ArmedWatch(condition)
-        guard timeline.withLock({ $0.add(watch) }) else {
-            return
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let watch = ArmedWatch(condition)
+            guard let end = watch.blockAdded(to: self, until: deadline) else {
+                throw timedOut(awaiting: condition.description, within: limit)
+            }
+            if end == .satisfied {
+                return
+            }
+            _ = runRunnableWork()
         }
-        guard watch.block(until: .now() + .nanoseconds(limit.clampedNanoseconds)) else {
-            timeline.withLock { $0.remove(watch) }
-            throw timedOut(awaiting: condition.description, within: limit)
+    }
+
+    /// Runs the work due now, without moving the clock, unless a thread advances it; returns
+    /// whether it could.
+    @discardableResult
+    func runRunnableWork() -> Bool {
+        if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
+            return false
+        }
+        defer { isAdvancing.store(false, ordering: .releasing) }
+        while true {
+            var next: (@Sendable () -> Void)?
+            timeline.withLock { next = $0.takeFirst(dueBy: $0.now) }
+            guard let body = next else {
+                return true
+            }
+            body()
         }
     }
 
@@ -207,34 +230,39 @@ extension VirtualTimeExecutor {
 enum ArmedCondition: Sendable, CustomStringConvertible {
     /// At least this many sleeps or bodies armed.
     case count(Int)
-    /// A sleep or body armed at this instant.
-    case dueAt(VirtualTimeExecutor.Instant)
-
-    /// Whether the condition holds when `armed` is what is armed.
-    func holds(for armed: [ArmedWork]) -> Bool {
-        switch self {
-        case .count(let count): armed.count >= count
-        case .dueAt(let instant): armed.contains { $0.due == instant }
-        }
-    }
+    /// A sleep or body armed at this time, in nanoseconds since the start (clamped as due
+    /// times are).
+    case dueAt(Int)
 
     var description: String {
         switch self {
         case .count(let count): count == 1 ? "a sleep or body to be armed" : "\(count) sleeps or bodies to be armed"
-        case .dueAt(let instant): "a sleep or body armed at \(instant)"
+        case .dueAt(let due): "a sleep or body armed at \(VirtualTimeExecutor.Instant(sinceStart: .nanoseconds(due)))"
         }
     }
 }
 
-/// One wait for armed work: ended once, by the clock as the work is armed (satisfied), by its time
-/// limit or its task's cancellation (not satisfied); a task or a blocked thread waits on it.
+/// One wait for armed work: ended once, by the clock as the work is armed (satisfied) or as work
+/// becomes runnable (for its waiter to run), or by its time limit or its task's cancellation; a
+/// task or a blocked thread waits on it.
 final class ArmedWatch: Sendable {
+    /// How a wait ended.
+    enum End: Sendable, Equatable {
+        /// The condition holds.
+        case satisfied
+        /// Work became runnable: the waiter runs it and waits again.
+        case runnable
+        /// The time limit passed or the task was cancelled.
+        case gaveUp
+    }
+
     private enum State: Sendable {
-        case waiting(CheckedContinuation<Bool, Never>?)
-        case ended(satisfied: Bool)
+        case waiting(CheckedContinuation<End, Never>?)
+        case ended(End)
     }
 
     let condition: ArmedCondition
+
     private let state = Locked<State>(.waiting(nil))
     private let ended = DispatchSemaphore(value: 0)
 
@@ -242,47 +270,76 @@ final class ArmedWatch: Sendable {
         self.condition = condition
     }
 
-    /// Ends the wait, unless it has ended already.
-    func finish(satisfied: Bool) {
-        let waiter: CheckedContinuation<Bool, Never>?? = state.withLock { state in
+    /// Ends the wait with `end`, unless it has ended already.
+    func finish(_ end: End) {
+        let waiter: CheckedContinuation<End, Never>?? = state.withLock { state in
             guard case .waiting(let continuation) = state else {
                 return nil
             }
-            state = .ended(satisfied: satisfied)
+            state = .ended(end)
             return .some(continuation)
         }
         guard let waiter else {
             return
         }
         ended.signal()
-        waiter?.resume(returning: satisfied)
+        waiter?.resume(returning: end)
     }
 
-    /// Suspends until the wait ends; returns whether it was satisfied.
-    func wait() async -> Bool {
-        await withCheckedContinuation { continuation in
-            let outcome: Bool? = state.withLock { state in
-                switch state {
-                case .waiting:
-                    state = .waiting(continuation)
-                    return nil
-                case .ended(let satisfied):
-                    return satisfied
+    /// Adds this wait to `clock` and suspends until it ends or `deadline` passes; returns how it
+    /// ended (`satisfied` also when the condition turned out to hold as it gave up), or `nil` if
+    /// it gave up.
+    func waitAdded(to clock: VirtualTimeExecutor, until deadline: ContinuousClock.Instant) async -> End? {
+        if let end = clock.timeline.withLock({
+            $0.add(self, clockIsFree: !clock.isAdvancing.load(ordering: .acquiring))
+        }) {
+            return end
+        }
+        let timer = DispatchWorkItem { [self] in finish(.gaveUp) }
+        let remaining = ContinuousClock.now.duration(to: deadline).clampedNanoseconds
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(max(remaining, 0)), execute: timer)
+        let end = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ended: End? = state.withLock { state in
+                    switch state {
+                    case .waiting:
+                        state = .waiting(continuation)
+                        return nil
+                    case .ended(let end):
+                        return end
+                    }
+                }
+                if let ended {
+                    continuation.resume(returning: ended)
                 }
             }
-            if let outcome {
-                continuation.resume(returning: outcome)
-            }
+        } onCancel: {
+            finish(.gaveUp)
         }
+        timer.cancel()
+        return end == .gaveUp ? givenUp(on: clock) : end
     }
 
-    /// Blocks until the wait ends or `deadline` passes; returns whether it was satisfied.
-    func block(until deadline: DispatchTime) -> Bool {
-        if ended.wait(timeout: deadline) == .timedOut {
-            finish(satisfied: false)
+    /// Adds this wait to `clock` and blocks until it ends or `deadline` passes; returns as
+    /// ``waitAdded(to:until:)`` does.
+    func blockAdded(to clock: VirtualTimeExecutor, until deadline: ContinuousClock.Instant) -> End? {
+        if let end = clock.timeline.withLock({
+            $0.add(self, clockIsFree: !clock.isAdvancing.load(ordering: .acquiring))
+        }) {
+            return end
         }
-        return state.withLock { state in
-            if case .ended(satisfied: true) = state { true } else { false }
+        let remaining = ContinuousClock.now.duration(to: deadline).clampedNanoseconds
+        if ended.wait(timeout: .now() + .nanoseconds(max(remaining, 0))) == .timedOut {
+            finish(.gaveUp)
         }
+        let end = state.withLock { state in
+            if case .ended(let end) = state { end } else { End.gaveUp }
+        }
+        return end == .gaveUp ? givenUp(on: clock) : end
+    }
+
+    /// Stops watching `clock`; `satisfied` if the condition holds after all, else `nil`.
+    private func givenUp(on clock: VirtualTimeExecutor) -> End? {
+        clock.timeline.withLock { $0.remove(self) } ? .satisfied : nil
     }
 }

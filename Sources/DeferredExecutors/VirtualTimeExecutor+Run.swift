@@ -47,12 +47,17 @@ extension VirtualTimeExecutor: TaskExecutor {
     /// code under test, work on a Dispatch queue or another executor, and code isolated to an
     /// actor (the main actor) run beside the run, and the clock may jump while they are busy.
     /// Give such code the clock as its executor, or wait for what it arms with
-    /// ``waitUntilArmed(_:within:)-(Int,Duration)`` and advance by hand instead.
+    /// ``waitUntilArmed(_:within:)`` and advance by hand instead.
+    ///
+    /// Await inside `operation` whatever it starts on the clock: once the run returns, the tasks
+    /// that prefer the clock run again only when the clock is advanced, and the library's
+    /// bridges started later (by an unstructured task that outlived the run) prefer no executor.
     ///
     /// When nothing can run and nothing is armed, the run waits for work from other threads;
-    /// after `limit` of real time in all, it cancels `operation`'s task and fails naming what
-    /// the clock holds, instead of hanging. Do not advance the clock while it runs: the clock
-    /// stops the program.
+    /// once `limit` of real time has passed, it cancels `operation`'s task, gives it up to a
+    /// second to end, and fails naming what the clock holds, instead of hanging (even if the
+    /// operation ends in that second). Do not advance the clock while it runs, nor run it twice
+    /// at once: the clock stops the program.
     ///
     /// - Parameters:
     ///   - limit: How long the whole run may take, in real time.
@@ -64,9 +69,11 @@ extension VirtualTimeExecutor: TaskExecutor {
         _ operation: sending @escaping () async throws -> Success
     ) async throws -> Success {
         let outcome = RunOutcome<Success>()
+        let scope = BridgeTasks.Scope(preferring: self)
+        defer { scope.close() }
         let task = Task(executorPreference: self) { [self] in
             do {
-                let value = try await BridgeTasks.$executor.withValue(self) { try await operation() }
+                let value = try await BridgeTasks.$scope.withValue(scope) { try await operation() }
                 outcome.finish(.success(value))
             } catch {
                 outcome.finish(.failure(error))
@@ -110,7 +117,7 @@ extension VirtualTimeExecutor: TaskExecutor {
                     step = .run(body)
                 } else if outcome.isKnown {
                     step = .done
-                } else if let next = timeline.bodies.firstDeadline {
+                } else if let next = timeline.firstDue {
                     timeline.now = max(timeline.now, next)
                     step = .moved
                 } else {

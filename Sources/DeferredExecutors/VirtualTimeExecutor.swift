@@ -25,7 +25,9 @@ import Synchronization
 /// then of submission, so the clock never goes back. Advance from one thread at a time,
 /// typically the test's; a body that advances the clock it runs on stops the program.
 ///
-/// Scheduling a body and taking the next one due are O(log n) in the number pending.
+/// Scheduling a body and taking the next one due are O(log n) in the number pending; while a
+/// test waits for armed work (``waitUntilArmed(_:within:)``), scheduling also counts what is
+/// armed, in O(n).
 public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     /// A point on a ``VirtualTimeExecutor``'s clock: how much virtual time had passed since the
     /// executor was created.
@@ -122,7 +124,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     /// What is runnable runs first: the bodies due now and the jobs of tasks that prefer this
     /// executor (see ``run(within:_:)``), so such a task arms its next sleep before the clock
     /// moves past it. Code on other threads or tasks may not have armed its sleeps yet: wait
-    /// for them with ``waitUntilArmed(_:within:)-(Int,Duration)`` first, or advance with
+    /// for them with ``waitUntilArmed(_:within:)`` first, or advance with
     /// ``advance(by:afterArming:within:)``.
     ///
     /// While a body runs, ``now`` reads its due time; bodies it schedules within the window run
@@ -161,7 +163,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     @discardableResult
     public func runUntilIdle() -> Int {
         var count = 0
-        while let next = timeline.withLock({ $0.bodies.firstDeadline }) {
+        while let next = timeline.withLock({ $0.firstDue }) {
             count += moveClock { now in max(now, next) }
         }
         return count
@@ -196,7 +198,7 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
                 }
                 // Weak: the wake-up, which the timeline holds, holds the sleeper.
                 sleeper.scheduled(ticket) { [weak timeline] ticket in
-                    _ = timeline?.withLock { $0.bodies.cancel(ticket) }
+                    _ = timeline?.withLock { $0.cancel(ticket) }
                 }
             }
         } onCancel: {

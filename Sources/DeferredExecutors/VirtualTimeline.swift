@@ -18,6 +18,11 @@ struct VirtualWork: Sendable {
     let kind: Kind
     let run: @Sendable () -> Void
 
+    /// Whether it counts as armed when due later: a body or a sleep, not a task's job.
+    var isArmable: Bool {
+        if case .job = kind { false } else { true }
+    }
+
     /// What a waiting ``VirtualWork`` is, as ``ArmedWork`` reports it, due at `due`; `nil` for a
     /// task's job.
     func armed(dueAt due: Int) -> ArmedWork? {
@@ -34,15 +39,15 @@ struct VirtualWork: Sendable {
 typealias VirtualBodies = TimerHeap<Int, VirtualWork>
 
 /// What a change of the ``Timeline`` asks its shell to do once it has let go of the lock: end the
-/// waits it satisfied, wake the driver of ``VirtualTimeExecutor/run(within:_:)``.
+/// waits it concerns, wake the driver of ``VirtualTimeExecutor/run(within:_:)``.
 struct TimelineNotices: Sendable {
-    var satisfied: [ArmedWatch] = []
+    var ended: [(ArmedWatch, ArmedWatch.End)] = []
     var driver: DispatchSemaphore?
 
-    /// Ends the satisfied waits and wakes the driver; call without the timeline's lock.
+    /// Ends the waits and wakes the driver; call without the timeline's lock.
     func deliver() {
-        for watch in satisfied {
-            watch.finish(satisfied: true)
+        for (watch, end) in ended {
+            watch.finish(end)
         }
         driver?.signal()
     }
@@ -58,7 +63,11 @@ struct Timeline: Sendable {
     /// The clock, in nanoseconds since the executor was created; it only moves forward.
     var now = 0
 
-    var bodies = VirtualBodies()
+    private(set) var bodies = VirtualBodies()
+
+    /// How many bodies and sleeps wait, due now or later: at least as many as are armed, so
+    /// that a wait for a count is checked only once it may hold.
+    private var armable = 0
 
     /// The waits for armed work that are not satisfied yet.
     var watches: [ArmedWatch] = []
@@ -75,10 +84,14 @@ struct Timeline: Sendable {
 
     /// Schedules `work` at `due`, or now if that has passed.
     mutating func schedule(at due: Int, _ work: VirtualWork) -> (VirtualBodies.Ticket, TimelineNotices) {
-        let ticket = bodies.insert(work, at: max(due, now))
+        let due = max(due, now)
+        let ticket = bodies.insert(work, at: due)
+        if work.isArmable {
+            armable += 1
+        }
         var notices = TimelineNotices()
         if !watches.isEmpty {
-            notices.satisfied = takeSatisfiedWatches()
+            notices.ended = takeWatches(endedBy: due, isArmed: due > now && work.isArmable)
         }
         notices.driver = waitingDriver.take()
         return (ticket, notices)
@@ -92,8 +105,26 @@ struct Timeline: Sendable {
             now = max(now, end)
             return nil
         }
+        if work.isArmable {
+            armable -= 1
+        }
         now = max(now, due)
         return work.run
+    }
+
+    /// When the first work is due, if any waits.
+    var firstDue: Int? {
+        mutating get { bodies.firstDeadline }
+    }
+
+    /// Unschedules the work of `ticket`, if it still waits, and returns it, to be released
+    /// outside the lock.
+    mutating func cancel(_ ticket: VirtualBodies.Ticket) -> VirtualWork? {
+        let work = bodies.cancel(ticket)
+        if work?.isArmable == true {
+            armable -= 1
+        }
+        return work
     }
 
     /// What is armed: the work due after now, soonest first.
@@ -118,31 +149,81 @@ struct Timeline: Sendable {
         return count
     }
 
-    /// Adds `watch` unless what it waits for holds already; returns whether it was added.
-    mutating func add(_ watch: ArmedWatch) -> Bool {
-        guard !watch.condition.holds(for: armed) else {
-            return false
+    /// How much is armed: work due after now, other than tasks' jobs.
+    var armedCount: Int {
+        var count = 0
+        bodies.forEachWaiting { due, work in
+            if due > now && work.isArmable {
+                count += 1
+            }
+        }
+        return count
+    }
+
+    /// Whether something is armed due exactly at `due`.
+    func isArmed(at due: Int) -> Bool {
+        var found = false
+        bodies.forEachWaiting { entryDue, work in
+            found = found || (entryDue == due && due > now && work.isArmable)
+        }
+        return found
+    }
+
+    /// Whether `condition` holds now.
+    func holds(_ condition: ArmedCondition) -> Bool {
+        switch condition {
+        case .count(let count): count <= 0 || (armable >= count && armedCount >= count)
+        case .dueAt(let due): isArmed(at: due)
+        }
+    }
+
+    /// Adds `watch` unless it ends at once: its condition holds, or work is runnable and its
+    /// waiter may run it (no thread advances the clock); returns how it ends, or `nil` once
+    /// added.
+    mutating func add(_ watch: ArmedWatch, clockIsFree: Bool) -> ArmedWatch.End? {
+        if holds(watch.condition) {
+            return .satisfied
+        }
+        if clockIsFree && runnableCount > 0 {
+            return .runnable
         }
         watches.append(watch)
-        return true
+        return nil
     }
 
-    /// Removes `watch`, which gave up.
-    mutating func remove(_ watch: ArmedWatch) {
+    /// Removes `watch`, which gave up; returns whether its condition holds after all.
+    mutating func remove(_ watch: ArmedWatch) -> Bool {
         watches.removeAll { $0 === watch }
+        return holds(watch.condition)
     }
 
-    /// Removes and returns the watches whose condition holds now.
-    private mutating func takeSatisfiedWatches() -> [ArmedWatch] {
-        let armed = self.armed
-        var satisfied: [ArmedWatch] = []
-        watches.removeAll { watch in
-            guard watch.condition.holds(for: armed) else {
-                return false
-            }
-            satisfied.append(watch)
-            return true
+    /// Removes and returns the watches that work scheduled at `due` ends: those whose condition
+    /// now holds, if it is armed, and, if it is runnable, all of them: their waiters run it.
+    private mutating func takeWatches(endedBy due: Int, isArmed: Bool) -> [(ArmedWatch, ArmedWatch.End)] {
+        // `armable` bounds what is armed: count only once some wait's count may be reached.
+        let mayHold = watches.contains {
+            if case .count(let wanted) = $0.condition { armable >= wanted } else { false }
         }
-        return satisfied
+        let count = isArmed && mayHold ? armedCount : 0
+        let isRunnable = due <= now
+        var ended: [(ArmedWatch, ArmedWatch.End)] = []
+        watches.removeAll { watch in
+            if isArmed {
+                let holds =
+                    switch watch.condition {
+                    case .count(let wanted): count >= wanted
+                    case .dueAt(let wanted): wanted == due
+                    }
+                if holds {
+                    ended.append((watch, .satisfied))
+                    return true
+                }
+            } else if isRunnable {
+                ended.append((watch, .runnable))
+                return true
+            }
+            return false
+        }
+        return ended
     }
 }

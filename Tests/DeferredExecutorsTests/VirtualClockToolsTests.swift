@@ -25,28 +25,46 @@ import Testing
         #expect(clock.armed.isEmpty)
     }
 
-    /// Waiting for more than is armed fails after its limit, naming what is armed and what is
-    /// runnable, instead of hanging.
+    /// Waiting for more than is armed fails after its limit, naming what is armed, instead of
+    /// hanging; meanwhile it ran what was runnable, without moving the clock.
     @Test func aWaitThatIsNotSatisfiedFailsNamingWhatIsArmed() async {
         let clock = VirtualTimeExecutor()
+        let ranNow = Counter()
         // Off any task: the test's own task has a name, which the report would give.
         await Task.detached {
             clock.submit(after: .seconds(5)) {}
-            clock.submit {}
+            clock.submit { ranNow.increment() }
         }.value
         do {
             try await clock.waitUntilArmed(2, within: .milliseconds(50))
             Issue.record("two were never armed")
         } catch let error as VirtualTimeExecutor.WaitTimedOut {
             #expect(error.armed == [ArmedWork(kind: .body, due: clock.now + .seconds(5), task: nil)])
-            #expect(error.runnable == 1)
+            #expect(error.runnable == 0)
             #expect(
                 error.description
                     == "waited 0.05 seconds (real time) for 2 sleeps or bodies to be armed on a VirtualTimeExecutor; "
-                    + "at start + 0.0 seconds it had armed: a body due at start + 5.0 seconds; runnable: 1")
+                    + "at start + 0.0 seconds it had armed: a body due at start + 5.0 seconds; runnable: 0")
         } catch {
             Issue.record("unexpected \(error)")
         }
+        #expect(ranNow.value == 1, "the wait ran the body due now")
+        #expect(clock.elapsed == .zero)
+    }
+
+    /// A task that prefers the clock gets to its sleep while the test waits for it: the wait
+    /// runs the task's jobs, so `advance(by:afterArming:)` is one line for it too.
+    @Test func waitingRunsTheJobsOfTasksOnTheClock() async throws {
+        let clock = VirtualTimeExecutor()
+        let reply = Deferred<Int>()
+        let task = Task(executorPreference: clock) {
+            let value = await reply.value  // resumed from another thread, onto the clock
+            try await clock.sleep(for: .seconds(5))
+            return value
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { reply.fill(with: 8) }
+        try await clock.advance(by: .seconds(5), afterArming: 1)
+        #expect(try await task.value == 8)
     }
 
     /// A wait for an exact instant ends when something is armed then, not before.
@@ -69,11 +87,11 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) {
             clock.submit(after: .seconds(2)) { fired.increment() }
         }
-        try clock.waitUntilArmed()
+        try clock.blockUntilArmed()
         clock.advance(by: .seconds(2))
         #expect(fired.value == 1)
         #expect(throws: VirtualTimeExecutor.WaitTimedOut.self) {
-            try clock.waitUntilArmed(within: .milliseconds(20))
+            try clock.blockUntilArmed(within: .milliseconds(20))
         }
     }
 
