@@ -109,9 +109,11 @@ extension VirtualTimeExecutor: TaskExecutor {
         defer { isAdvancing.store(false, ordering: .releasing) }
         var deadline = ContinuousClock.now + limit
         var stalled: WaitTimedOut?
+        // Signalled by whoever schedules work while the driver waits; a signal left over from a
+        // wait that timed out only makes the next wait look again.
+        let wake = DispatchSemaphore(value: 0)
         while true {
             var step = RunStep.wait
-            let wake = DispatchSemaphore(value: 0)
             timeline.withLock { timeline in
                 if let body = timeline.takeFirst(dueBy: timeline.now) {
                     step = .run(body)

@@ -98,6 +98,42 @@ extension StressSuites {
                 })
         }
 
+        /// A deadline already passed, set while another thread fills a source that another
+        /// consumer's deadline keeps tracked: decided at return, never stopping the work the
+        /// other consumer needs (CI once caught a passed deadline expired as it entered the
+        /// ledger racing a fill, the producer's cancel handlers filled twice).
+        @Test func aPassedDeadlineOnATrackedSourceRacingAFill() {
+            final class Round: Sendable {
+                let writer = HeldWriter<Int, TestError>()
+                let stops = Counter()
+                let other: Attempt<Int, TestError>
+                let atReturn = Locked<Result<Int, TestError>??>(nil)
+
+                init() {
+                    writer.onCancel { [stops] in stops.increment() }
+                    other = writer.attempt.deadline(at: .now + .seconds(3_600), failingWith: .timedOut)
+                }
+            }
+            RaceHarness.expectInterleavings(
+                "passed deadline on a tracked source vs fill", rounds: TestSize.sanitized(2000),
+                expected: ["timed out", "filled"],
+                setup: { Round() },
+                left: { round in round.writer.succeed(with: 1) },
+                right: { round in
+                    let limited = round.writer.attempt.deadline(at: .now - .seconds(1), failingWith: .timedOut)
+                    round.atReturn.withLock { $0 = .some(limited.peek()) }
+                },
+                classify: { round in
+                    guard let seen = round.atReturn.withLock({ $0 })! else { return "UNDECIDED at return" }
+                    guard round.stops.value == 0 else { return "stopped work another consumer needs" }
+                    switch seen {
+                    case .failure(.timedOut): return "timed out"
+                    case .success(1): return "filled"
+                    default: return "odd \(seen)"
+                    }
+                })
+        }
+
         /// A zero limit set while another consumer of the same source cancels: the producer is
         /// stopped exactly once in the end, and the limit decided at return.
         @Test func aZeroLimitRacingAnotherConsumersCancel() {

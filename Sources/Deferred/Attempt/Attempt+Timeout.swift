@@ -56,18 +56,23 @@ extension Attempt {
         if limited.isTraced {
             PendingFutures.rename(limited, deadline == nil ? "timeout(\(limit))" : "deadline")
         }
+        let nanoseconds = limit.clampedNanoseconds
+        if nanoseconds <= 0 {
+            // Passed as it is set: decided and stopped before this returns, so no reader can find
+            // the limit's failure while the work's cancel handlers are still to run. Its deadline
+            // tells nobody anything, so it never enters the ledger.
+            if !limited.isDecided {
+                limited.expire()
+            }
+            return attempt
+        }
         if let deadline {
             DeadlineLedger.shared.track(limited, own: deadline)
         } else if node.isTracked {
             DeadlineLedger.shared.track(limited, own: DeadlineMark(after: limit, on: executor))
         }
         if !limited.isDecided {
-            let nanoseconds = limit.clampedNanoseconds
-            if nanoseconds <= 0 {
-                // Passed as it is set: decided and stopped before this returns, so no reader
-                // can find the limit's failure while the work's cancel handlers are still to run.
-                limited.expire()
-            } else if let queue = executor as? DispatchQueue {
+            if let queue = executor as? DispatchQueue {
                 let timer = LimitTimer(limiting: limited, on: queue, after: nanoseconds, expire: Self.expireLimited)
                 DispatchTimers.shared.schedule(timer)
                 limited.hold(timer)
