@@ -2,6 +2,7 @@ import Deferred
 import DeferredExecutors
 import Dispatch
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -265,15 +266,24 @@ import Testing
     /// forever) fails after its limit too.
     @Test func aRunBusyForeverFailsAfterItsLimit() async {
         let clock = VirtualTimeExecutor()
+        let ticking = Atomic<Bool>(true)
         @Sendable func tick() {
-            clock.submit(after: .seconds(1), tick)
-        }
-        tick()
-        await #expect(throws: VirtualTimeExecutor.WaitTimedOut.self) {
-            try await clock.run(within: .milliseconds(100)) {
-                await Deferred<Int>().value
+            if ticking.load(ordering: .relaxed) {
+                clock.submit(after: .seconds(1), tick)
             }
         }
+        tick()
+        let never = DeferredAttempt<Int, any Error>()
+        let attempt = never.attempt
+        await #expect(throws: VirtualTimeExecutor.WaitTimedOut.self) {
+            try await clock.run(within: .milliseconds(100)) {
+                try await attempt.get()
+            }
+        }
+        #expect(attempt.isCancelled, "the run cancelled its operation, whose get() gave up")
+        _ = consume never
+        ticking.store(false, ordering: .relaxed)
+        clock.runUntilIdle()  // The last tick, which schedules no other.
     }
 
     // MARK: The guide's examples

@@ -111,7 +111,9 @@ extension StressSuites {
                     }
                     return seen
                 }
-                return seen == [.seconds(5), .seconds(10), .seconds(15), .seconds(20)]
+                // The consumer is gone: the next tick finds the stream ended and stops the timer.
+                clock.advance(by: .seconds(5))
+                return seen == [.seconds(5), .seconds(10), .seconds(15), .seconds(20)] && !clock.hasPendingWork
             }
         }
 
