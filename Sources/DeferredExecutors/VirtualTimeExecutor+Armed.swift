@@ -1,6 +1,5 @@
 import Deferred
 import Dispatch
-import Synchronization
 
 /// One thing armed on a ``VirtualTimeExecutor``'s clock: a task's sleep or a body (a timer, a
 /// time limit, a delay, a retry's backoff) due later than the clock's time.
@@ -64,7 +63,7 @@ extension VirtualTimeExecutor {
     /// clock ends the wait as the work is scheduled. Meanwhile it runs what is runnable, on the
     /// calling thread, without moving the clock: the bodies due now and the jobs of tasks that
     /// prefer the clock, so such a task gets to its sleep (unless another thread advances the
-    /// clock, which then runs them).
+    /// clock, which then runs them; an advance that comes while the wait runs them waits for it).
     ///
     /// - Parameters:
     ///   - count: How many sleeps or bodies must be armed.
@@ -202,10 +201,10 @@ extension VirtualTimeExecutor {
     /// whether it could.
     @discardableResult
     func runRunnableWork() -> Bool {
-        if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
+        guard mover.tryTakeToRunDue() else {
             return false
         }
-        defer { isAdvancing.store(false, ordering: .releasing) }
+        defer { mover.release() }
         while true {
             var next: (@Sendable () -> Void)?
             timeline.withLock { next = $0.takeFirst(dueBy: $0.now) }
@@ -291,7 +290,7 @@ final class ArmedWatch: Sendable {
     /// it gave up.
     func waitAdded(to clock: VirtualTimeExecutor, until deadline: ContinuousClock.Instant) async -> End? {
         if let end = clock.timeline.withLock({
-            $0.add(self, clockIsFree: !clock.isAdvancing.load(ordering: .acquiring))
+            $0.add(self, clockIsFree: clock.mover.isFree)
         }) {
             return end
         }
@@ -324,7 +323,7 @@ final class ArmedWatch: Sendable {
     /// ``waitAdded(to:until:)`` does.
     func blockAdded(to clock: VirtualTimeExecutor, until deadline: ContinuousClock.Instant) -> End? {
         if let end = clock.timeline.withLock({
-            $0.add(self, clockIsFree: !clock.isAdvancing.load(ordering: .acquiring))
+            $0.add(self, clockIsFree: clock.mover.isFree)
         }) {
             return end
         }

@@ -1,7 +1,6 @@
 import Deferred
 import Dispatch
 import Foundation
-import Synchronization
 
 extension VirtualTimeExecutor: TaskExecutor {
     /// Schedules `job`, a step of a task that prefers this executor, for the current virtual
@@ -103,10 +102,8 @@ extension VirtualTimeExecutor: TaskExecutor {
     private func drive<Success>(
         until outcome: RunOutcome<Success>, cancelling task: Task<Void, Never>, within limit: Duration
     ) -> Result<Success, any Error> {
-        if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
-            fatalError("VirtualTimeExecutor.run was called while the clock was advancing")
-        }
-        defer { isAdvancing.store(false, ordering: .releasing) }
+        mover.takeToMove(for: "run(within:_:) was called")
+        defer { mover.release() }
         var deadline = ContinuousClock.now + limit
         var stalled: WaitTimedOut?
         // Signalled by whoever schedules work while the driver waits; a signal left over from a

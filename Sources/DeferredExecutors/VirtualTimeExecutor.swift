@@ -1,5 +1,4 @@
 public import Deferred
-import Synchronization
 
 /// A test executor with its own clock: scheduled work runs only when the test advances time.
 ///
@@ -72,8 +71,9 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     /// schedules in one step, so a body is never due before the time the clock has reached.
     let timeline = Locked(Timeline())
 
-    /// Whether a thread moves the clock: an advance, or the driver of ``run(within:_:)``.
-    let isAdvancing = Atomic<Bool>(false)
+    /// Who runs the clock's work: an advance, the driver of ``run(within:_:)``, or a wait for
+    /// armed work running what is due.
+    let mover = ClockMover()
 
     /// Creates an executor whose clock reads zero.
     public init() {}
@@ -209,10 +209,8 @@ public final class VirtualTimeExecutor: SchedulingExecutor, Clock {
     /// Moves the clock to `target(now)`, running the bodies due by then.
     @discardableResult
     func moveClock(to target: (Int) -> Int) -> Int {
-        if isAdvancing.exchange(true, ordering: .acquiringAndReleasing) {
-            fatalError("VirtualTimeExecutor was advanced while it was already advancing")
-        }
-        defer { isAdvancing.store(false, ordering: .releasing) }
+        mover.takeToMove(for: "advanced")
+        defer { mover.release() }
         let end = timeline.withLock { target($0.now) }
         var count = 0
         while true {

@@ -127,6 +127,36 @@ import Testing
         #expect(clock.elapsed == .milliseconds(250))
     }
 
+    /// A wait runs what is due while the test advances the clock from its own thread: whichever
+    /// comes second waits for the other, and nothing stops the program or runs twice.
+    @Test func advancingWhileAWaitRunsWhatIsDue() async throws {
+        for _ in 0..<10 {
+            let clock = VirtualTimeExecutor()
+            let ran = Counter()
+            let fed = Deferred<Void>()
+            let waiter = Task.detached { try await clock.waitUntilArmed(within: .seconds(60)) }
+            DispatchQueue.global().async {
+                for _ in 0..<5_000 {
+                    clock.submit {
+                        ran.increment()
+                        spin(for: .microseconds(2))  // A moment, so that the wait and the advances overlap.
+                    }
+                    spin(for: .microseconds(5))  // One at a time, each waking the wait.
+                }
+                fed.fill()
+            }
+            while !fed.isFilled {
+                clock.advance(by: .zero)
+                spin(for: .microseconds(20))  // Now and then, landing while the wait runs bodies.
+            }
+            clock.submit(after: .seconds(1)) {}
+            try await waiter.value
+            clock.advance(by: .zero)
+            #expect(ran.value == 5_000, "each body once, by the wait or by an advance")
+            #expect(clock.armed.count == 1)
+        }
+    }
+
     // MARK: Tasks on the test's executor
 
     /// A task that prefers the clock runs only as the clock runs its work, its steps in order
@@ -352,4 +382,10 @@ import Testing
         try? await clock.sleep(for: duration)
         message = nil
     }
+}
+
+/// Keeps the calling thread busy for `duration`.
+private func spin(for duration: Duration) {
+    let started = ContinuousClock.now
+    while ContinuousClock.now - started < duration {}
 }
