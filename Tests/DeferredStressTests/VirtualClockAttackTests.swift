@@ -134,6 +134,31 @@ extension StressSuites {
                 })
         }
 
+        /// A deadline a microsecond away, set while another thread fills the source: the limit
+        /// fires on the timers' queue as the source settles. Before the fix, a limit made after
+        /// its source was decided (holding nothing) was given an empty store of cancel handlers
+        /// as it entered the ledger, and its expiry filled that store twice (once as it let go of
+        /// its source, once as it published).
+        @Test func aShortDeadlineRacingAFill() {
+            RaceHarness.expectInterleavings(
+                "short deadline vs fill", rounds: TestSize.sanitized(20_000), expected: ["timed out", "filled"],
+                setup: { ZeroLimitRound() },
+                left: { round in round.writer.succeed(with: 1) },
+                right: { round in
+                    let limited = round.writer.attempt.deadline(at: .now + .microseconds(1), failingWith: .timedOut)
+                    round.limited.withLock { $0 = limited }
+                    round.atReturn.withLock { $0 = .some(limited.wait(for: .seconds(10))) }
+                },
+                classify: { round in
+                    guard let seen = round.atReturn.withLock({ $0 })! else { return "UNDECIDED after 10 s" }
+                    switch seen {
+                    case .failure(.timedOut): return round.stops.value <= 1 ? "timed out" : "stopped twice"
+                    case .success(1): return round.stops.value == 0 ? "filled" : "filled but stopped"
+                    default: return "odd \(seen)"
+                    }
+                })
+        }
+
         /// A zero limit set while another consumer of the same source cancels: the producer is
         /// stopped exactly once in the end, and the limit decided at return.
         @Test func aZeroLimitRacingAnotherConsumersCancel() {

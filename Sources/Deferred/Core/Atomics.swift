@@ -202,14 +202,15 @@ internal struct AtomicReference<Object: AnyObject>: ~Copyable {
     ///
     /// One exchange; a marked object is put back at once. Meanwhile the slot reads as tagged and
     /// empty, which a reader must take as "ended before any object came": the object's owner
-    /// must make that reading mean the same as finding it there.
+    /// must make that reading mean the same as finding it there. `kept` is `true` only for the
+    /// call that set the tag: a later one finds the marked object handled already.
     @inlinable
     @inline(__always)
     internal func tagTakingUnmarked() -> (taken: Object?, kept: Bool) {
         let observed = bits.exchange(Self.tagBit, ordering: .acquiringAndReleasing)
         if observed & Self.markBit != 0 {
             bits.store(observed | Self.tagBit, ordering: .releasing)
-            return (nil, true)
+            return (nil, observed & Self.tagBit == 0)
         }
         return (Self.take(observed), false)
     }
