@@ -134,8 +134,9 @@ extension StressSuites {
                 })
         }
 
-        /// A deadline a microsecond away, set while another thread fills the source: the limit
-        /// fires on the timers' queue as the source settles. Before the fix, a limit made after
+        /// A deadline a microsecond away, set while another thread fills the source.
+        ///
+        /// The limit fires on the timers' queue as the source settles. Before the fix, a limit made after
         /// its source was decided (holding nothing) was given an empty store of cancel handlers
         /// as it entered the ledger, and its expiry filled that store twice (once as it let go of
         /// its source, once as it published).
