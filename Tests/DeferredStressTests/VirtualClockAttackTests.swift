@@ -48,24 +48,27 @@ extension StressSuites {
     @Suite struct VirtualClockAttackTests {
         // MARK: Zero limits racing fills
 
-        /// A zero limit set while another thread fills the source: decided before `timeout`
-        /// returns, exactly once, the producer stopped at most once (never after a fill won).
-        @Test(arguments: [Duration.zero, .seconds(-1)])
-        func aZeroLimitRacingAFillIsDecidedAtReturn(_ limit: Duration) {
-            let clock = VirtualTimeExecutor()  // nobody advances it
+        /// Races a fill of a round's source (left) against `limit`, a time limit set on it (right),
+        /// whose result `read` takes as the right side ends: each round is decided by then, once,
+        /// and the work is stopped at most once, never after the fill won.
+        static func raceALimitAgainstAFill(
+            _ name: String, rounds: Int,
+            limit: @escaping @Sendable (Attempt<Int, TestError>) -> Attempt<Int, TestError>,
+            read: @escaping @Sendable (Attempt<Int, TestError>) -> Result<Int, TestError>?
+        ) {
             RaceHarness.expectInterleavings(
-                "zero limit vs fill", rounds: TestSize.sanitized(2000), expected: ["timed out", "filled"],
+                name, rounds: rounds, expected: ["timed out", "filled"],
                 setup: { ZeroLimitRound() },
                 left: { round in round.writer.succeed(with: 1) },
                 right: { round in
-                    let limited = round.writer.attempt.timeout(after: limit, upon: clock, failingWith: .timedOut)
-                    round.atReturn.withLock { $0 = .some(limited.peek()) }
+                    let limited = limit(round.writer.attempt)
+                    round.atReturn.withLock { $0 = .some(read(limited)) }
                     round.limited.withLock { $0 = limited }
                 },
                 classify: { round in
                     let seen = round.atReturn.withLock { $0 }!
                     let now = round.limited.withLock { $0 }!.peek()
-                    guard let seen else { return "UNDECIDED at return (now \(String(describing: now)))" }
+                    guard let seen else { return "UNDECIDED when read (now \(String(describing: now)))" }
                     if seen != now { return "changed \(seen) -> \(String(describing: now))" }
                     switch seen {
                     case .failure(.timedOut):
@@ -77,25 +80,21 @@ extension StressSuites {
                 })
         }
 
+        /// A zero limit set while another thread fills the source: decided before `timeout`
+        /// returns, exactly once, the producer stopped at most once (never after a fill won).
+        @Test(arguments: [Duration.zero, .seconds(-1)])
+        func aZeroLimitRacingAFillIsDecidedAtReturn(_ limit: Duration) {
+            let clock = VirtualTimeExecutor()  // nobody advances it
+            Self.raceALimitAgainstAFill(
+                "zero limit vs fill", rounds: TestSize.sanitized(2000),
+                limit: { $0.timeout(after: limit, upon: clock, failingWith: .timedOut) }, read: { $0.peek() })
+        }
+
         /// A deadline already passed, set while another thread fills the source.
         @Test func aPassedDeadlineRacingAFillIsDecidedAtReturn() {
-            RaceHarness.expectInterleavings(
-                "passed deadline vs fill", rounds: TestSize.sanitized(2000), expected: ["timed out", "filled"],
-                setup: { ZeroLimitRound() },
-                left: { round in round.writer.succeed(with: 1) },
-                right: { round in
-                    let limited = round.writer.attempt.deadline(at: .now - .seconds(1), failingWith: .timedOut)
-                    round.atReturn.withLock { $0 = .some(limited.peek()) }
-                    round.limited.withLock { $0 = limited }
-                },
-                classify: { round in
-                    guard let seen = round.atReturn.withLock({ $0 })! else { return "UNDECIDED at return" }
-                    switch seen {
-                    case .failure(.timedOut): return round.stops.value <= 1 ? "timed out" : "stopped twice"
-                    case .success(1): return round.stops.value == 0 ? "filled" : "filled but stopped"
-                    default: return "odd \(seen)"
-                    }
-                })
+            Self.raceALimitAgainstAFill(
+                "passed deadline vs fill", rounds: TestSize.sanitized(2000),
+                limit: { $0.deadline(at: .now - .seconds(1), failingWith: .timedOut) }, read: { $0.peek() })
         }
 
         /// A deadline already passed, set while another thread fills a source that another
@@ -141,23 +140,10 @@ extension StressSuites {
         /// as it entered the ledger, and its expiry filled that store twice (once as it let go of
         /// its source, once as it published).
         @Test func aShortDeadlineRacingAFill() {
-            RaceHarness.expectInterleavings(
-                "short deadline vs fill", rounds: TestSize.sanitized(20_000), expected: ["timed out", "filled"],
-                setup: { ZeroLimitRound() },
-                left: { round in round.writer.succeed(with: 1) },
-                right: { round in
-                    let limited = round.writer.attempt.deadline(at: .now + .microseconds(1), failingWith: .timedOut)
-                    round.limited.withLock { $0 = limited }
-                    round.atReturn.withLock { $0 = .some(limited.wait(for: .seconds(10))) }
-                },
-                classify: { round in
-                    guard let seen = round.atReturn.withLock({ $0 })! else { return "UNDECIDED after 10 s" }
-                    switch seen {
-                    case .failure(.timedOut): return round.stops.value <= 1 ? "timed out" : "stopped twice"
-                    case .success(1): return round.stops.value == 0 ? "filled" : "filled but stopped"
-                    default: return "odd \(seen)"
-                    }
-                })
+            Self.raceALimitAgainstAFill(
+                "short deadline vs fill", rounds: TestSize.sanitized(20_000),
+                limit: { $0.deadline(at: .now + .microseconds(1), failingWith: .timedOut) },
+                read: { $0.wait(for: .seconds(10)) })
         }
 
         /// A zero limit set while another consumer of the same source cancels: the producer is
