@@ -79,10 +79,11 @@ public final class RoundTimer {
 
 /// One of the benchmark scenarios: S1–S9 of `shared/BENCHMARKS.md`, S10–S11 for attempts,
 /// S12–S13 for the test executors, S6L (S6 on a busy machine), S14 (a wait that times out), and
-/// S15–S16 for runs shared by key, S17–S18 for the gateway's request and its time limit, S19 for
+/// S15–S16 for runs shared by key (each at 1, 10 and 1,000 callers a run: `S15-1` to
+/// `S16-1000`), S17–S18 for the gateway's request and its time limit, S19 for
 /// that request under a deadline.
 public struct Scenario: Sendable {
-    /// The scenario's id, `S1` to `S19`, or `S6L`.
+    /// The scenario's id, `S1` to `S19`, `S6L`, or `S15-1` to `S16-1000`.
     public let id: String
     /// What it does, in a few words.
     public let title: String
@@ -111,6 +112,8 @@ extension Scenario {
         .createFillUpon, .createUponFill, .fanOut, .mapChain, .join,
         .crossThreadHandoff, .dispatchExecutor, .asyncBridge, .memory, .attemptCreateSucceed,
         .attemptMapChain, .manualDrain, .virtualTimeAdvance, .crossThreadHandoffLoaded, .timedOutWait,
-        .sharedHit, .sharedCancel, .gatewayGraph, .timeoutWithdrawn, .gatewayGraphUnderDeadline,
+        .sharedHit(callersPerRun: 1), .sharedHit(callersPerRun: 10), .sharedHit(callersPerRun: 1_000),
+        .sharedCancel(callersPerRun: 1), .sharedCancel(callersPerRun: 10), .sharedCancel(callersPerRun: 1_000),
+        .gatewayGraph, .timeoutWithdrawn, .gatewayGraphUnderDeadline,
     ]
 }

@@ -46,8 +46,8 @@ let targets: [Target] = [
     Target(scenario: "S2", text: "S2 ≤ 2 allocations and ≤ 0.7× NIO per op") {
         [("allocations", $0.ours.allocationsPerOperation, 2), ("× NIO", $0.ratio(to: .nio), 0.7)]
     },
-    Target(scenario: "S3", text: "S3 per handler ≤ 1.0× NIO and ≤ 1.2× naive") {
-        [("× NIO", $0.ratio(to: .nio), 1.0), ("× naive", $0.ratio(to: .naive), 1.2)]
+    Target(scenario: "S3", text: "S3 per handler ≤ 1.0× NIO and ≤ 1.0× naive") {
+        [("× NIO", $0.ratio(to: .nio), 1.0), ("× naive", $0.ratio(to: .naive), 1.0)]
     },
     Target(scenario: "S4", text: "S4 per stage ≤ 9 atomics and ≤ 0.5× NIO") {
         [("atomics", $0.ours.counts?.atomics ?? .nan, 9), ("× NIO", $0.ratio(to: .nio), 0.5)]
@@ -58,8 +58,8 @@ let targets: [Target] = [
     Target(scenario: "S6", text: "S6 idle ≤ 0.6× naive, longest round ≤ 1.5× naive's") {
         [("× naive", $0.ratio(to: .naive), 0.6), ("longest round × naive's", $0.worstRoundRatio(to: .naive), 1.5)]
     },
-    Target(scenario: "S8", text: "S8 ≤ 1.2× Continuation") {
-        [("× Continuation", $0.ratio(to: .continuation), 1.2)]
+    Target(scenario: "S8", text: "S8 ≤ 1.0× Continuation") {
+        [("× Continuation", $0.ratio(to: .continuation), 1.0)]
     },
     Target(scenario: "S9", text: "S9 ≤ 96 bytes per unfilled future with one handler") {
         [("bytes", $0.ours.bytesPerOperation, 96)]
@@ -73,12 +73,14 @@ let targets: [Target] = [
             ("× NIO", $0.ratio(to: .nio), 0.7),
         ]
     },
-    Target(scenario: "S15", text: "S15 per caller ≤ 2.1 allocations and ≤ 1.0× the hand-written table (naive)") {
+    timeTarget("S15-1", "S15 at 1 caller a run ≤ 1.2× the hand-written table (naive)", 1.2),
+    timeTarget("S15-10", "S15 at 10 callers a run ≤ 1.0× naive", 1.0),
+    Target(scenario: "S15-1000", text: "S15 at 1,000 callers a run ≤ 2.1 allocations and ≤ 1.0× naive per caller") {
         [("allocations", $0.ours.allocationsPerOperation, 2.1), ("× naive", $0.ratio(to: .naive), 1.0)]
     },
-    Target(scenario: "S16", text: "S16 per caller ≤ 1.0× the hand-written table (naive)") {
-        [("× naive", $0.ratio(to: .naive), 1.0)]
-    },
+    timeTarget("S16-1", "S16 at 1 caller a run ≤ 1.2× naive", 1.2),
+    timeTarget("S16-10", "S16 at 10 callers a run ≤ 1.0× naive", 1.0),
+    timeTarget("S16-1000", "S16 at 1,000 callers a run ≤ 1.0× naive", 1.0),
     Target(scenario: "S17", text: "S17 per request ≤ 25 allocations and ≤ 0.8× NIO") {
         [("allocations", $0.ours.allocationsPerOperation, 25), ("× NIO", $0.ratio(to: .nio), 0.8)]
     },
@@ -86,6 +88,11 @@ let targets: [Target] = [
         [("× NIO", $0.ratio(to: .nio), 1.0)]
     },
 ]
+
+/// A target on time alone: Deferred's median at most `limit` times the naive implementation's.
+private func timeTarget(_ scenario: String, _ text: String, _ limit: Double) -> Target {
+    Target(scenario: scenario, text: text) { [("× naive", $0.ratio(to: .naive), limit)] }
+}
 
 /// Renders the targets as a Markdown table: each figure of the run next to its limit.
 func targetsTable(_ all: [ScenarioResults]) -> String {

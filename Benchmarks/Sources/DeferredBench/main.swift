@@ -234,7 +234,10 @@ func onLargeStack(_ body: @escaping @Sendable () -> Void) {
     finished.wait()
 }
 
-let selected = Scenario.all.filter { only?.contains($0.id) ?? true }
+// `--only S15` selects the whole family: S15-1, S15-10 and S15-1000.
+let selected = Scenario.all.filter { scenario in
+    only.map { $0.contains(scenario.id) || $0.contains(String(scenario.id.prefix { $0 != "-" })) } ?? true
+}
 let measured = Mutex<[ScenarioResults]>([])
 onLargeStack { [quick, runs] in
     let results = measureAll(selected, quick: quick, runs: runs)

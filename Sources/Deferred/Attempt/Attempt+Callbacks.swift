@@ -67,8 +67,11 @@ extension Attempt {
                 body(part)
             }
         } else {
+            // The immediate executor is stored as the shared instance, so that the one the
+            // caller made for `.immediate` is never kept, and the optimizer drops it.
+            let stored: any Executor = executor.runsInPlace ? ImmediateExecutor.shared : executor
             node.add(
-                .sourcedCallback(executor) { source, result in
+                .sourcedCallback(stored) { source, result in
                     if let part = part(result), !AttemptNode<Success, Failure>.source(source).isCancelledFlag {
                         body(part)
                     }

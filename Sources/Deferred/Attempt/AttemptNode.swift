@@ -292,7 +292,7 @@ internal class AttemptNode<Success: Sendable, Failure: Error>: Storage<Result<Su
     /// withdraws its success and failure callbacks that have not started.
     ///
     /// Returns only once the result is visible, whoever decided it.
-    @usableFromInline
+    @inlinable
     internal final func cancel() {
         var nodes = ReleaseStack(stopReasonBits: DemandState.stoppedByCancel)
         if let error = cancellationError {

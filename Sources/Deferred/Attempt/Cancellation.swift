@@ -58,15 +58,23 @@ extension ValueBox where Value: Error {
 /// Free functions of the failure type rather than members of its box: code that is not
 /// specialized (a stop that a release loop carries out) then needs the failure type's metadata
 /// alone, which it has, and looks up no box type's.
-@usableFromInline
+@inlinable
 internal func cancellationErrorOfType<Failure: Error>(_: Failure.Type) -> Failure? {
     if let cancellable = Failure.self as? any CancellableError.Type {
-        return cancellable.cancelled as any Error as? Failure
+        return cancelledError(of: cancellable)
     }
     if Failure.self == (any Error).self {
         return CancellationError() as any Error as? Failure
     }
     return nil
+}
+
+/// `Cancellable.cancelled` as a `Failure`, which it always is: a cast between the two generic
+/// types, which specialized code folds away (through `any Error` it boxed the error and cast it
+/// at run time on every cancellation).
+@inlinable
+internal func cancelledError<Cancellable: CancellableError, Failure: Error>(of _: Cancellable.Type) -> Failure? {
+    Cancellable.cancelled as? Failure
 }
 
 /// Whether `Failure` says itself how a cancellation fails; folded away where it is known (see
@@ -93,7 +101,7 @@ extension Optional {
     }
 
     /// The cancellation error from this box, or the failure type's own.
-    @usableFromInline
+    @inlinable
     internal func cancellationError<Failure>() -> Failure? where Wrapped == CancellationErrorBox<Failure> {
         guard case .some(let box) = self else {
             return cancellationErrorOfType(Failure.self)

@@ -29,14 +29,16 @@ public import Synchronization
 @usableFromInline
 internal final class ConsumerLinks<Value: Sendable>: AnyConsumerLinks, @unchecked Sendable {
     /// The newest segment, until it runs or is dropped.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var newest: ConsumerSegment<Value>?
 
     /// The older segments that still hold links, in no particular order.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var older: [ConsumerSegment<Value>] = []
 
-    @usableFromInline
+    @inlinable
     override internal init() {}
 
     /// How many links the segments hold, those of consumers that left and were not removed yet
@@ -144,18 +146,22 @@ internal final class ConsumerSegment<Value: Sendable>: ChainNode, @unchecked Sen
     internal let owner: ConsumerLinks<Value>
 
     /// The links it stands for, in the order they were added.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var links: [Handler<Value>]
 
     /// Whether it still takes links: it has neither run nor been dropped.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var isOpen = true
 
     /// Its index in its links' older segments, or -1 while it is the newest or has left them.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var olderIndex = -1
 
     /// Where its link is in the attempt's handler list, once stored.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var position: HandlerPosition?
 
@@ -217,6 +223,7 @@ internal class AnyConsumerLinks: @unchecked Sendable {
     internal let lock = TableLock()
 
     /// How many links the segments hold.
+    @exclusivity(unchecked)
     @usableFromInline
     internal var count = 0
 

@@ -177,8 +177,7 @@ internal class DeferredStorage<Value: Sendable, Slot: ValueSlot<Value>>: ChainNo
             downstream.releaseAll()
         } else if word.overflowHead != 0 {
             // The empty chunks of a filled storage.
-            var chunks = NodeChain<HandlerChunk<Value>>(head: word.overflowHead)
-            while chunks.popFirst() != nil {}
+            releaseChunks(from: word.overflowHead)
         }
     }
 

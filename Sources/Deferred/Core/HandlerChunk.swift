@@ -308,3 +308,14 @@ internal struct HandlerChunkHeader {
         self.capacity = capacity
     }
 }
+
+/// Releases the chain of chunks that starts at `head` (address bits, retained), for a storage's
+/// unspecialised `deinit`: reading each chunk's link through the non-generic base class looks
+/// up no chunk or chain type of the storage's value, and each chunk's own `deinit` still runs.
+internal func releaseChunks(from head: UInt) {
+    var bits = head
+    while bits != 0 {
+        let chunk = RetainedBits.take(bits, as: ManagedBuffer<HandlerChunkHeader, Atomic<UInt>>.self)
+        bits = chunk.header.next
+    }
+}

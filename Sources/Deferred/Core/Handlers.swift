@@ -3,11 +3,10 @@ public import Synchronization
 /// Code waiting for a storage's value.
 @usableFromInline
 internal enum Handler<Value: Sendable> {
-    /// A callback added with `upon(.immediate)`: runs in place, in the drain loop. (The
-    /// reference to the shared immediate executor is there only so that every case starts with
-    /// an object reference, which lets the enum keep its tag in spare bits and stay 32 bytes; it
-    /// is not retained, so adding such a handler costs no reference counting.)
-    case immediate(UnretainedImmediateExecutor, @Sendable (Value) -> Void)
+    /// A callback added with `upon(.immediate)`: runs in place, in the drain loop. (The anchor is
+    /// there only so that every case starts with a word that has an object reference's spare
+    /// bits, where the enum keeps its tag; see ``HandlerAnchor``.)
+    case immediate(HandlerAnchor, @Sendable (Value) -> Void)
 
     /// A callback added with `upon` on any other executor: submitted to it.
     case callback(any Executor, @Sendable (Value) -> Void)
@@ -38,15 +37,15 @@ internal enum Handler<Value: Sendable> {
     /// A producer's cancel handler, in an attempt's ``CancelHandlers`` (a storage of an optional
     /// ``CancellationReason``, filled with why the attempt stopped): runs `body` in place if there
     /// is a reason, and drops it otherwise. A case of its own, rather than an immediate callback that tests the value, so
-    /// that adding one wraps `body` in no closure of its own. (The executor reference is there
-    /// for the same reason as in ``immediate(_:_:)``.)
-    case cancelHandler(UnretainedImmediateExecutor, @Sendable () -> Void)
+    /// that adding one wraps `body` in no closure of its own. (The anchor is there for the same
+    /// reason as in ``immediate(_:_:)``.)
+    case cancelHandler(HandlerAnchor, @Sendable () -> Void)
 
     /// A callback that runs `body` on `executor`.
     @inlinable
     internal init<E: Executor>(_ executor: E, _ body: @escaping @Sendable (Value) -> Void) {
         if E.self == ImmediateExecutor.self {
-            self = .immediate(UnretainedImmediateExecutor(), body)
+            self = .immediate(HandlerAnchor(), body)
         } else {
             self = .callback(executor, body)
         }
@@ -92,19 +91,23 @@ internal enum Handler<Value: Sendable> {
     }
 }
 
-/// A reference to ``ImmediateExecutor/shared`` that is not counted.
+/// The first field of ``Handler/immediate(_:_:)`` and ``Handler/cancelHandler(_:_:)``: a word
+/// with the spare bits of an object reference, so that every case of ``Handler`` starts with
+/// one and the enum keeps its tag there (32 bytes; 33, and a stride of 40, without it).
 ///
-/// `unowned(unsafe)` is sound because the shared executor is a global constant that lives for
-/// the whole process.
+/// It refers to no object and is never read: it holds the address of ``ImmediateExecutor``'s
+/// type metadata, which code in any module reaches as a constant, where an instance would
+/// be made lazily behind a once-guard on every use. As `Unmanaged`, copying and dropping it
+/// count no references.
 @frozen
 @usableFromInline
-internal struct UnretainedImmediateExecutor: Sendable {
+internal struct HandlerAnchor: Sendable {
     @usableFromInline
-    internal unowned(unsafe) let executor: ImmediateExecutor
+    internal let word: Unmanaged<ImmediateExecutor>
 
     @inlinable
     internal init() {
-        executor = ImmediateExecutor.shared
+        word = Unmanaged.fromOpaque(unsafeBitCast(ImmediateExecutor.self, to: UnsafeRawPointer.self))
     }
 }
 
@@ -257,7 +260,7 @@ extension DeferredStorage {
 
     /// The registry of waiters that may give up, made and linked on first use; `nil` once the
     /// value is visible.
-    @usableFromInline
+    @inlinable
     internal final func waiters() -> WaiterRegistry<Value>? {
         guard !isFilled else {
             return nil

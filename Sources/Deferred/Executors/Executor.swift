@@ -30,8 +30,12 @@ extension Executor where Self == ImmediateExecutor {
     /// An executor that runs each body at once, in the caller's context.
     ///
     /// Write `future.upon(.immediate) { ... }` to handle a value on whichever thread delivers it.
+    ///
+    /// Each use makes an instance (all behave the same): where the executor's type is known,
+    /// the library never touches it and the optimizer drops it, which costs less than reaching
+    /// a shared instance, made lazily, on every call.
     @inlinable
-    public static var immediate: ImmediateExecutor { ImmediateExecutor.shared }
+    public static var immediate: ImmediateExecutor { ImmediateExecutor() }
 }
 
 extension Executor {

@@ -119,7 +119,11 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
 
     /// Records that the run of `generation` for `key` ended, with a result to keep if `kept` is
     /// not `nil` and the table keeps such results.
-    @usableFromInline
+    ///
+    /// Inlinable, like ``find(_:join:makeRun:)``, so that it is specialised for the table's
+    /// types where a run is started: unspecialised, its optionals, tuples and entries took
+    /// generic metadata lookups that cost more than the rest of a run with one caller.
+    @inlinable
     internal func ended(_ key: Key, generation: UInt64, keeping kept: Kept?) {
         let duration = kept.flatMap { kept in retention?.duration(kept) }
         let removed: (key: Key?, value: Entry)? = lock.withLock {
@@ -140,7 +144,8 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     }
 
     /// Forgets the result kept for `key` by the run of `generation`, if it is still there.
-    private func expire(_ key: Key, generation: UInt64) {
+    @usableFromInline
+    internal func expire(_ key: Key, generation: UInt64) {
         let removed: (key: Key, value: Entry)? = lock.withLock {
             guard case .kept(_, generation) = entries[key] else {
                 return nil
@@ -162,7 +167,8 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     /// the lock and releases what this returns after giving it back: the entry, and the key as
     /// the dictionary stored it (an equal key may be another instance, whose `deinit` must not
     /// run under the lock either).
-    private func remove(_ key: Key) -> (key: Key, value: Entry)? {
+    @inlinable
+    internal func remove(_ key: Key) -> (key: Key, value: Entry)? {
         guard let index = entries.index(forKey: key) else {
             return nil
         }

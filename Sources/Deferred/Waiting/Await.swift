@@ -11,15 +11,18 @@ extension FutureProtocol {
     /// The task resumes exactly once, on its own executor. Awaiting a future that is never
     /// filled never returns, even if the task is cancelled; use ``get()`` to stop waiting when
     /// the task is cancelled.
+    @inlinable
     nonisolated(nonsending)
         public var value: Value
     {
+        // Inlinable, so that it is specialized for the future's type where it is awaited: the
+        // handler then runs in place, without a closure or an executor's submit around it.
         get async {
             if let value = peek() {
                 return value
             }
             return await withUnsafeContinuation { continuation in
-                upon(ImmediateExecutor.shared) { continuation.resume(returning: $0) }
+                upon(.immediate) { continuation.resume(returning: $0) }
             }
         }
     }

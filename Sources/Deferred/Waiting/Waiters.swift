@@ -1,6 +1,20 @@
 public import Dispatch
 public import Synchronization
 
+/// What a ``WaiterRegistry``'s stack links: the part of a ``Waiter`` that is not generic, so
+/// that the registry's `deinit`, which is never specialized, looks up no waiter type.
+///
+/// `@unchecked Sendable` is sound because `next` belongs to whoever owns the node in the
+/// registry's stack (see ``ClosableStack``).
+@usableFromInline
+internal class WaiterNode: ChainNode, StackNode, @unchecked Sendable {
+    /// The address bits of the next waiter in a ``WaiterRegistry``'s stack.
+    @exclusivity(unchecked) @usableFromInline package var next: UInt = 0
+
+    @usableFromInline
+    override internal init() {}
+}
+
 /// One party waiting for a storage's value: a task in `get()` (``AsyncWaiter``) or a thread in
 /// a blocking `wait(until:)` (``BlockingWaiter``), in the storage's ``WaiterRegistry`` if it may
 /// give up, or else linked to the storage as a handler of its own.
@@ -12,15 +26,13 @@ public import Synchronization
 ///
 /// `@unchecked Sendable` is sound because the subclasses' state is written before the
 /// releasing step to *waiting* and read only by the one party whose acquiring step moves it
-/// to *finished*; `next` belongs to whoever owns the node in the registry's stack.
+/// to *finished*; `next` (in ``WaiterNode``) belongs to whoever owns the node in the
+/// registry's stack.
 @usableFromInline
-internal class Waiter<Value: Sendable>: ChainNode, StackNode, @unchecked Sendable {
+internal class Waiter<Value: Sendable>: WaiterNode, @unchecked Sendable {
     /// *new*, *waiting* or *finished*.
     @usableFromInline
     internal let state: Atomic<UInt>
-
-    /// The address bits of the next waiter in a ``WaiterRegistry``'s stack.
-    @exclusivity(unchecked) @usableFromInline package var next: UInt = 0
 
     @usableFromInline internal static var new: UInt { 0 }
     @usableFromInline internal static var waiting: UInt { 1 }
@@ -143,16 +155,19 @@ internal final class BlockingWaiter<Value: Sendable>: Waiter<Value>, @unchecked 
 /// (a compaction's failed push-back); the stack hands each node to one party at a time.
 @usableFromInline
 internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked Sendable {
-    private let stack = ClosableStack<Waiter<Value>>()
+    /// The waiters, each a ``Waiter`` of `Value`.
+    @usableFromInline
+    internal let stack = ClosableStack<WaiterNode>()
     private let registered = Atomic<Int>(0)
     private let cancelled = Atomic<Int>(0)
     private let isCompacting = Atomic<Bool>(false)
     private let scanned = Atomic<Int>(0)
 
     @exclusivity(unchecked)
-    private var value: Value?
-
     @usableFromInline
+    internal var value: Value?
+
+    @inlinable
     override internal init() {}
 
     /// The attempt's consumer links, if it made them.
@@ -179,7 +194,7 @@ internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked S
     }
 
     /// The link step that the storage's handler runs when the value arrives.
-    @usableFromInline
+    @inlinable
     internal static func resumeAll(_ node: ChainNode, _ value: Value, _ queue: inout DrainQueue) {
         WaiterRegistry.linked(node).resumeAll(with: value)
     }
@@ -227,7 +242,8 @@ internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked S
     }
 
     /// Delivers `value` to every waiter and closes the stack.
-    private func resumeAll(with value: Value) {
+    @inlinable
+    internal func resumeAll(with value: Value) {
         self.value = value
         resume(stack.closeAndTakeAll(), with: value)
     }
@@ -240,11 +256,12 @@ internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked S
         defer { isCompacting.store(false, ordering: .releasing) }
         // Keep the live waiters in a private chain, releasing the cancelled ones.
         var taken = stack.takeAll()
-        var survivors = NodeChain<Waiter<Value>>(head: 0)
-        var lastSurvivor: Waiter<Value>?
+        var survivors = NodeChain<WaiterNode>(head: 0)
+        var lastSurvivor: WaiterNode?
         var removed = 0
         var survivorCount = 0
-        while let waiter = taken.popFirst() {
+        while let node = taken.popFirst() {
+            let waiter = unsafeDowncast(node, to: Waiter<Value>.self)
             if waiter.isFinished {
                 removed += 1
             } else {
@@ -266,10 +283,11 @@ internal final class WaiterRegistry<Value: Sendable>: SideRegistry, @unchecked S
     }
 
     /// Delivers `value` to, and releases, the waiters of `waiters`.
-    private func resume(_ waiters: NodeChain<Waiter<Value>>, with value: Value) {
+    @inlinable
+    internal func resume(_ waiters: NodeChain<WaiterNode>, with value: Value) {
         var waiters = waiters
         while let waiter = waiters.popFirst() {
-            waiter.resume(returning: value)
+            unsafeDowncast(waiter, to: Waiter<Value>.self).resume(returning: value)
         }
     }
 }

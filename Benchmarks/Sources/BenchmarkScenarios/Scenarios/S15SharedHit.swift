@@ -1,89 +1,110 @@
 import Deferred
 
 extension Scenario {
-    /// S15: callers join a run in flight for one key, each with an inline success handler, then
-    /// the run succeeds; a run per thousand callers (peer: the hand-written dictionary and lock of
-    /// ``HandWrittenSharing``, as `naive`).
-    static let sharedHit = Scenario(
-        id: "S15",
-        title: "shared run: a caller joins, gets the result",
-        operation: "caller",
-        unit: .nanoseconds,
-        fullSize: 1_000_000,
-        quickSize: 10_000,
-        trials: [
-            .deferred: { count in
-                let shared = SharedAttempts<Int, Int, BenchFailure>()
-                return Trial {
-                    for _ in 0..<count / callersPerRun {
-                        let producer = DeferredAttempt<Int, BenchFailure>()
-                        let work = producer.attempt
-                        for _ in 0..<callersPerRun {
-                            shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
+    /// S15 at 1, 10 and 1,000 callers a run: callers join a run in flight for one key, each
+    /// with an inline success handler, then the run succeeds (peer: the hand-written dictionary
+    /// and lock of ``HandWrittenSharing``, as `naive`).
+    ///
+    /// At one caller a run, every caller starts the run and ends it: the cold cache, the
+    /// commonest case; with more, every caller after the first joins the run in flight.
+    static func sharedHit(callersPerRun: Int) -> Scenario {
+        Scenario(
+            id: "S15-\(callersPerRun)",
+            title: "shared run, \(callers(callersPerRun)): each gets the result",
+            operation: "caller",
+            unit: .nanoseconds,
+            fullSize: callersPerRun == 1 ? 200_000 : 1_000_000,
+            quickSize: 10_000,
+            trials: [
+                .deferred: { count in
+                    let shared = SharedAttempts<Int, Int, BenchFailure>()
+                    return Trial {
+                        for _ in 0..<count / callersPerRun {
+                            let producer = DeferredAttempt<Int, BenchFailure>()
+                            let work = producer.attempt
+                            for _ in 0..<callersPerRun {
+                                shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
+                            }
+                            producer.succeed(with: 1)
                         }
-                        producer.succeed(with: 1)
                     }
-                }
-            },
-            .naive: { count in
-                let shared = HandWrittenSharing<Int, Int>()
-                return Trial {
-                    for _ in 0..<count / callersPerRun {
-                        let producer = DeferredAttempt<Int, BenchFailure>()
-                        let work = producer.attempt
-                        for _ in 0..<callersPerRun {
-                            shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
+                },
+                .naive: { count in
+                    let shared = HandWrittenSharing<Int, Int>()
+                    return Trial {
+                        for _ in 0..<count / callersPerRun {
+                            let producer = DeferredAttempt<Int, BenchFailure>()
+                            let work = producer.attempt
+                            for _ in 0..<callersPerRun {
+                                shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
+                            }
+                            producer.succeed(with: 1)
                         }
-                        producer.succeed(with: 1)
                     }
-                }
-            },
-        ]
-    )
+                },
+            ]
+        )
+    }
 
-    /// S16: callers join a run in flight for one key and cancel at once, while its first caller
-    /// keeps it running; the run then succeeds (peer: ``HandWrittenSharing``, as `naive`).
-    static let sharedCancel = Scenario(
-        id: "S16",
-        title: "shared run: a caller joins, then cancels",
-        operation: "caller",
-        unit: .nanoseconds,
-        fullSize: 1_000_000,
-        quickSize: 10_000,
-        trials: [
-            .deferred: { count in
-                let shared = SharedAttempts<Int, Int, BenchFailure>()
-                return Trial {
-                    for _ in 0..<count / callersPerRun {
-                        let producer = DeferredAttempt<Int, BenchFailure>()
-                        let work = producer.attempt
-                        let keeper = shared.attempt(for: 0) { _ in work }
-                        for _ in 0..<callersPerRun {
-                            shared.attempt(for: 0) { _ in work }.cancel()
+    /// S16 at 1, 10 and 1,000 callers a run: callers join a run in flight for one key and
+    /// cancel at once, while its first caller keeps it running; the run then succeeds (peer:
+    /// ``HandWrittenSharing``, as `naive`).
+    ///
+    /// The keeper's share (starting the run, its result) is spread over the callers: the whole
+    /// of it at one caller a run.
+    static func sharedCancel(callersPerRun: Int) -> Scenario {
+        Scenario(
+            id: "S16-\(callersPerRun)",
+            title: "shared run, \(callers(callersPerRun)): each cancels",
+            operation: "caller",
+            unit: .nanoseconds,
+            fullSize: callersPerRun == 1 ? 200_000 : 1_000_000,
+            quickSize: 10_000,
+            trials: [
+                .deferred: { count in
+                    let shared = SharedAttempts<Int, Int, BenchFailure>()
+                    return Trial {
+                        for _ in 0..<count / callersPerRun {
+                            let producer = DeferredAttempt<Int, BenchFailure>()
+                            let work = producer.attempt
+                            let keeper = shared.attempt(for: 0) { _ in work }
+                            for _ in 0..<callersPerRun {
+                                shared.attempt(for: 0) { _ in work }.cancel()
+                            }
+                            producer.succeed(with: 1)
+                            keeper.uponSuccess(.immediate, execute: consume)
                         }
-                        producer.succeed(with: 1)
-                        keeper.uponSuccess(.immediate, execute: consume)
                     }
-                }
-            },
-            .naive: { count in
-                let shared = HandWrittenSharing<Int, Int>()
-                return Trial {
-                    for _ in 0..<count / callersPerRun {
-                        let producer = DeferredAttempt<Int, BenchFailure>()
-                        let work = producer.attempt
-                        let keeper = shared.attempt(for: 0) { _ in work }
-                        for _ in 0..<callersPerRun {
-                            shared.attempt(for: 0) { _ in work }.cancel()
+                },
+                .naive: { count in
+                    let shared = HandWrittenSharing<Int, Int>()
+                    return Trial {
+                        for _ in 0..<count / callersPerRun {
+                            let producer = DeferredAttempt<Int, BenchFailure>()
+                            let work = producer.attempt
+                            let keeper = shared.attempt(for: 0) { _ in work }
+                            for _ in 0..<callersPerRun {
+                                shared.attempt(for: 0) { _ in work }.cancel()
+                            }
+                            producer.succeed(with: 1)
+                            keeper.uponSuccess(.immediate, execute: consume)
                         }
-                        producer.succeed(with: 1)
-                        keeper.uponSuccess(.immediate, execute: consume)
                     }
-                }
-            },
-        ]
-    )
+                },
+            ]
+        )
+    }
 }
 
-/// The callers of each run in S15 and S16.
-private let callersPerRun = 1_000
+/// How a scenario's title counts its callers a run: `1 caller`, `1,000 callers`.
+private func callers(_ count: Int) -> String {
+    let digits = String(count)
+    var grouped = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 {
+            grouped += ","
+        }
+        grouped.append(digit)
+    }
+    return "\(grouped) caller\(count == 1 ? "" : "s")"
+}

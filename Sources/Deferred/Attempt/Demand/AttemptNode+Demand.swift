@@ -173,7 +173,7 @@ extension AttemptNode {
     }
 
     /// Decides this attempt, whose fill the caller claimed to stop it, as cancelled with `error`.
-    @usableFromInline
+    @inlinable
     internal final func decideStopped(with error: Failure, to nodes: inout ReleaseStack) {
         // `decidingCancelled()`, by a cancellation.
         flags.bitwiseOr(DemandState.stopMarks | DemandState.stoppedByCancel, ordering: .releasing)
@@ -185,7 +185,7 @@ extension AttemptNode {
     /// Then runs the producer's cancel handlers (which see it) and lets go of what it holds
     /// upstream. The attempt's own handlers wait in `nodes` until everything above has been
     /// stopped.
-    @usableFromInline
+    @inlinable
     internal final func publishStop(_ error: Failure, to nodes: inout ReleaseStack) {
         publish(.failure(error), in: &nodes.completions)
         endDemand(.stop, to: &nodes)
@@ -297,7 +297,7 @@ extension AttemptNode {
     @usableFromInline
     internal final func onCancel(_ handler: @escaping @Sendable () -> Void) {
         let added = withCancelHandlers { handlers in
-            handlers.add(.cancelHandler(UnretainedImmediateExecutor(), handler))
+            handlers.add(.cancelHandler(HandlerAnchor(), handler))
         }
         if !added && isStopped {
             handler()  // Its demand ended before any handler came.
@@ -310,7 +310,7 @@ extension AttemptNode {
     internal final func onCancel(reporting handler: @escaping @Sendable (CancellationReason) -> Void) {
         let added = withCancelHandlers { handlers in
             handlers.add(
-                .immediate(UnretainedImmediateExecutor()) { reason in
+                .immediate(HandlerAnchor()) { reason in
                     if let reason {
                         handler(reason)
                     }
