@@ -289,7 +289,7 @@ private func measuredRatios(in performance: String) throws -> [String: [Implemen
 /// left alone.
 private func claims(in text: String, file: String) -> ([Claim], [String]) {
     let pattern = /(≤\s*)?(\d+(?:\.\d+)?)×\s+(?:the\s+)?(?:time\s+of\s+)?([A-Za-z-]+)/
-    let scenarioPattern = /\bS(\d+)(L?)\b/
+    let scenarioPattern = /\bS(\d+)(L|-\d+)?\b/
     var claims: [Claim] = []
     var problems: [String] = []
     var skipping = false
@@ -327,7 +327,8 @@ private func claims(in text: String, file: String) -> ([Claim], [String]) {
             let decimals = match.output.2.split(separator: ".").dropFirst().first?.count ?? 0
             claims.append(
                 Claim(
-                    file: file, line: index + 1, scenario: "S\(scenario.output.1)\(scenario.output.2)", peer: peer,
+                    file: file, line: index + 1, scenario: "S\(scenario.output.1)\(scenario.output.2 ?? "")",
+                    peer: peer,
                     ratio: ratio, rounding: 0.5 * pow(10, -Double(decimals))))
         }
     }

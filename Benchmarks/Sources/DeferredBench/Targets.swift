@@ -73,14 +73,14 @@ let targets: [Target] = [
             ("× NIO", $0.ratio(to: .nio), 0.7),
         ]
     },
-    timeTarget("S15-1", "S15 at 1 caller a run ≤ 1.2× the hand-written table (naive)", 1.2),
-    timeTarget("S15-10", "S15 at 10 callers a run ≤ 1.0× naive", 1.0),
-    Target(scenario: "S15-1000", text: "S15 at 1,000 callers a run ≤ 2.1 allocations and ≤ 1.0× naive per caller") {
+    timeTarget("S15-1", "S15-1 (1 caller a run) ≤ 1.2× the hand-written table (naive)", 1.2),
+    timeTarget("S15-10", "S15-10 (10 callers a run) ≤ 1.0× naive", 1.0),
+    Target(scenario: "S15-1000", text: "S15-1000 (1,000 callers a run) ≤ 2.1 allocations and ≤ 1.0× naive per caller") {
         [("allocations", $0.ours.allocationsPerOperation, 2.1), ("× naive", $0.ratio(to: .naive), 1.0)]
     },
-    timeTarget("S16-1", "S16 at 1 caller a run ≤ 1.2× naive", 1.2),
-    timeTarget("S16-10", "S16 at 10 callers a run ≤ 1.0× naive", 1.0),
-    timeTarget("S16-1000", "S16 at 1,000 callers a run ≤ 1.0× naive", 1.0),
+    timeTarget("S16-1", "S16-1 (1 caller a run) ≤ 1.2× naive", 1.2),
+    timeTarget("S16-10", "S16-10 (10 callers a run) ≤ 1.0× naive", 1.0),
+    timeTarget("S16-1000", "S16-1000 (1,000 callers a run) ≤ 1.0× naive", 1.0),
     Target(scenario: "S17", text: "S17 per request ≤ 25 allocations and ≤ 0.8× NIO") {
         [("allocations", $0.ours.allocationsPerOperation, 25), ("× NIO", $0.ratio(to: .nio), 0.8)]
     },
