@@ -16,32 +16,8 @@ extension Scenario {
             fullSize: callersPerRun == 1 ? 200_000 : 1_000_000,
             quickSize: 10_000,
             trials: [
-                .deferred: { count in
-                    let shared = SharedAttempts<Int, Int, BenchFailure>()
-                    return Trial {
-                        for _ in 0..<count / callersPerRun {
-                            let producer = DeferredAttempt<Int, BenchFailure>()
-                            let work = producer.attempt
-                            for _ in 0..<callersPerRun {
-                                shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
-                            }
-                            producer.succeed(with: 1)
-                        }
-                    }
-                },
-                .naive: { count in
-                    let shared = HandWrittenSharing<Int, Int>()
-                    return Trial {
-                        for _ in 0..<count / callersPerRun {
-                            let producer = DeferredAttempt<Int, BenchFailure>()
-                            let work = producer.attempt
-                            for _ in 0..<callersPerRun {
-                                shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
-                            }
-                            producer.succeed(with: 1)
-                        }
-                    }
-                },
+                .deferred: { hitTrial(SharedAttempts<Int, Int, BenchFailure>(), $0, callersPerRun) },
+                .naive: { hitTrial(HandWrittenSharing<Int, Int>(), $0, callersPerRun) },
             ]
         )
     }
@@ -61,38 +37,52 @@ extension Scenario {
             fullSize: callersPerRun == 1 ? 200_000 : 1_000_000,
             quickSize: 10_000,
             trials: [
-                .deferred: { count in
-                    let shared = SharedAttempts<Int, Int, BenchFailure>()
-                    return Trial {
-                        for _ in 0..<count / callersPerRun {
-                            let producer = DeferredAttempt<Int, BenchFailure>()
-                            let work = producer.attempt
-                            let keeper = shared.attempt(for: 0) { _ in work }
-                            for _ in 0..<callersPerRun {
-                                shared.attempt(for: 0) { _ in work }.cancel()
-                            }
-                            producer.succeed(with: 1)
-                            keeper.uponSuccess(.immediate, execute: consume)
-                        }
-                    }
-                },
-                .naive: { count in
-                    let shared = HandWrittenSharing<Int, Int>()
-                    return Trial {
-                        for _ in 0..<count / callersPerRun {
-                            let producer = DeferredAttempt<Int, BenchFailure>()
-                            let work = producer.attempt
-                            let keeper = shared.attempt(for: 0) { _ in work }
-                            for _ in 0..<callersPerRun {
-                                shared.attempt(for: 0) { _ in work }.cancel()
-                            }
-                            producer.succeed(with: 1)
-                            keeper.uponSuccess(.immediate, execute: consume)
-                        }
-                    }
-                },
+                .deferred: { cancelTrial(SharedAttempts<Int, Int, BenchFailure>(), $0, callersPerRun) },
+                .naive: { cancelTrial(HandWrittenSharing<Int, Int>(), $0, callersPerRun) },
             ]
         )
+    }
+}
+
+/// A table of runs shared by key: `SharedAttempts`, or the hand-written one it is measured
+/// against.
+protocol SharedRunTable: Sendable {
+    /// This caller's attempt of the run for `key`, which `start` starts if none is in flight.
+    func attempt(for key: Int, start: (Int) -> Attempt<Int, BenchFailure>) -> Attempt<Int, BenchFailure>
+}
+
+extension SharedAttempts: SharedRunTable where Key == Int, Success == Int, Failure == BenchFailure {}
+
+extension HandWrittenSharing: SharedRunTable where Key == Int, Value == Int {}
+
+/// S15's trial on `shared`: `count` callers, `callersPerRun` to a run.
+private func hitTrial(_ shared: some SharedRunTable, _ count: Int, _ callersPerRun: Int) -> Trial {
+    Trial {
+        for _ in 0..<count / callersPerRun {
+            let producer = DeferredAttempt<Int, BenchFailure>()
+            let work = producer.attempt
+            for _ in 0..<callersPerRun {
+                shared.attempt(for: 0) { _ in work }.uponSuccess(.immediate, execute: consume)
+            }
+            producer.succeed(with: 1)
+        }
+    }
+}
+
+/// S16's trial on `shared`: `count` callers that cancel, `callersPerRun` to a run kept going by
+/// a first caller.
+private func cancelTrial(_ shared: some SharedRunTable, _ count: Int, _ callersPerRun: Int) -> Trial {
+    Trial {
+        for _ in 0..<count / callersPerRun {
+            let producer = DeferredAttempt<Int, BenchFailure>()
+            let work = producer.attempt
+            let keeper = shared.attempt(for: 0) { _ in work }
+            for _ in 0..<callersPerRun {
+                shared.attempt(for: 0) { _ in work }.cancel()
+            }
+            producer.succeed(with: 1)
+            keeper.uponSuccess(.immediate, execute: consume)
+        }
     }
 }
 
