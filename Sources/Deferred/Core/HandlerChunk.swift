@@ -310,7 +310,7 @@ internal struct HandlerChunkHeader {
 }
 
 /// Releases the chain of chunks that starts at `head` (address bits, retained), for a storage's
-/// unspecialised `deinit`: reading each chunk's link through the non-generic base class looks
+/// unspecialized `deinit`: reading each chunk's link through the non-generic base class looks
 /// up no chunk or chain type of the storage's value, and each chunk's own `deinit` still runs.
 internal func releaseChunks(from head: UInt) {
     var bits = head

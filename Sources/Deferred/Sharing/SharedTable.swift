@@ -120,8 +120,8 @@ internal final class SharedTable<Key: Hashable & Sendable, Run: AnyObject, Kept:
     /// Records that the run of `generation` for `key` ended, with a result to keep if `kept` is
     /// not `nil` and the table keeps such results.
     ///
-    /// Inlinable, like ``find(_:join:makeRun:)``, so that it is specialised for the table's
-    /// types where a run is started: unspecialised, its optionals, tuples and entries took
+    /// Inlinable, like ``find(_:join:makeRun:)``, so that it is specialized for the table's
+    /// types where a run is started: unspecialized, its optionals, tuples and entries took
     /// generic metadata lookups that cost more than the rest of a run with one caller.
     @inlinable
     internal func ended(_ key: Key, generation: UInt64, keeping kept: Kept?) {
