@@ -95,19 +95,19 @@ internal enum Handler<Value: Sendable> {
 /// with the spare bits of an object reference, so that every case of ``Handler`` starts with
 /// one and the enum keeps its tag there (32 bytes; 33, and a stride of 40, without it).
 ///
-/// It refers to no object and is never read: it holds the address of ``ImmediateExecutor``'s
-/// type metadata, which code in any module reaches as a constant, where an instance would
-/// be made lazily behind a once-guard on every use. As `Unmanaged`, copying and dropping it
-/// count no references.
+/// It is ``ImmediateExecutor``'s metatype, which code in any module reaches as a constant,
+/// where a shared instance would be made lazily behind a once-guard on every use; copying and
+/// dropping it count no references, and reflection (`dump`, `Mirror`) reads it as the type it
+/// is.
 @frozen
 @usableFromInline
 internal struct HandlerAnchor: Sendable {
     @usableFromInline
-    internal let word: Unmanaged<ImmediateExecutor>
+    internal let type: ImmediateExecutor.Type
 
     @inlinable
     internal init() {
-        word = Unmanaged.fromOpaque(unsafeBitCast(ImmediateExecutor.self, to: UnsafeRawPointer.self))
+        type = ImmediateExecutor.self
     }
 }
 

@@ -85,7 +85,7 @@ public final class ImmediateExecutor: Executor {
 
     /// Creates an immediate executor.
     ///
-    /// All instances behave the same; ``Executor/immediate`` names a shared one.
+    /// All instances behave the same; ``Executor/immediate`` makes one where it is used.
     @inlinable
     public init() {}
 
