@@ -34,13 +34,24 @@ public enum RaceHarness {
         let finished = DispatchGroup()
         for (name, side) in [("left", left), ("right", right)] {
             finished.enter()
+            // The thread takes its work out of this box and lets go of it before it signals,
+            // so that once `run` returns no harness thread still holds a fixture (a thread's
+            // closure is released when the thread exits, later): a test that counts live
+            // objects right after sees every fixture its caller dropped gone.
+            let work = Locked<(fixtures: [Fixture], side: @Sendable (Fixture) -> Void)?>((fixtures, side))
             let thread = Thread {
-                $currentSide.withValue(name) {
-                    var random = SplitMix(seed: .random(in: 1...UInt64.max))
-                    for (round, fixture) in fixtures.enumerated() {
-                        gate.arrive(round: round)
-                        pause(stagger(&random))
-                        side(fixture)
+                do {
+                    let (fixtures, side) = work.withLock { taken in
+                        defer { taken = nil }
+                        return taken.unsafelyUnwrapped
+                    }
+                    $currentSide.withValue(name) {
+                        var random = SplitMix(seed: .random(in: 1...UInt64.max))
+                        for (round, fixture) in fixtures.enumerated() {
+                            gate.arrive(round: round)
+                            pause(stagger(&random))
+                            side(fixture)
+                        }
                     }
                 }
                 finished.leave()
