@@ -754,13 +754,14 @@ extension StressSuites {
                     left: { round in
                         round.writer.attempt.timeout(after: .microseconds(Int.random(in: 0...20)), upon: loop)
                             .upon(loop) { result in
-                                round.runs.increment()
                                 let code: Int
                                 switch result {
                                 case .success: code = 1
                                 case .failure(let e): code = e is TimeoutError ? 2 : 3
                                 }
+                                // The result first: the test reads it once it sees the run counted.
                                 round.result.store(loop.isCurrent ? code : 4, ordering: .releasing)
+                                round.runs.increment()
                             }
                     },
                     right: { round in _ = round.writer.succeed(with: 1) }

@@ -763,7 +763,6 @@ extension StressSuites {
                     .timeout(after: limit, upon: loop, failingWith: .timedOut)
                     .map(upon: loop) { $0 * 2 }
                     .upon(loop) { result in
-                        request.runs.increment()
                         let onLoop = loop.isCurrent && !others.contains { $0.isCurrent }
                         let code: Int
                         switch result {
@@ -771,7 +770,9 @@ extension StressSuites {
                         case .failure(.timedOut): code = onLoop ? 2 : 3
                         default: code = 4
                         }
+                        // The code first: the test reads it once it sees the run counted.
                         request.code.store(code, ordering: .releasing)
+                        request.runs.increment()
                     }
                 if i % 2 == 0 { request.slot.succeed(1) }
             }
